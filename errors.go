@@ -1,0 +1,25 @@
+package redisync
+
+import "github.com/redisync/redisync/internal/core"
+
+// Errors returned by every primitive, wrapped with the object's kind and name; test them with
+// errors.Is. Errors from Redis itself (WRONGTYPE, a dead server, a timeout) come back as they are,
+// wrapped the same way, and never as a successful acquisition.
+var (
+	// ErrNotHeld: the ctx's owner does not hold the object (it never did, released it already, or the
+	// lease ended). Nothing was changed.
+	ErrNotHeld = core.ErrNotHeld
+	// ErrNotAcquired: the wait bound passed (or a single try failed) without acquiring.
+	ErrNotAcquired = core.ErrNotAcquired
+	// ErrLost is the cause of a hold's ctx when the hold ended without Unlock: its fixed lease ran out,
+	// the watchdog found it gone, or renewal kept failing until the lease may have ended.
+	ErrLost = core.ErrLost
+	// ErrReleased is the cause of a hold's ctx after the matching Unlock.
+	ErrReleased = core.ErrReleased
+	// ErrAlreadyHeld: a non-reentrant lock was locked again by its owner. The lock stays held.
+	ErrAlreadyHeld = core.ErrAlreadyHeld
+	// ErrClosed: the Client was closed; it is also the cause of its holders' contexts.
+	ErrClosed = core.ErrClosed
+	// ErrInvalidArgument: bad input (empty name, negative lease or wait, nil client); nothing was sent.
+	ErrInvalidArgument = core.ErrInvalidArgument
+)

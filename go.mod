@@ -1,0 +1,11 @@
+module github.com/redisync/redisync
+
+go 1.25.0
+
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

@@ -1,0 +1,125 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Attempt is one try at acquiring. It reports success, or how long the current holder may keep the
+// object at most (its remaining lease; zero or less when unknown), which bounds the wait before the
+// next try.
+type Attempt func(ctx context.Context) (ok bool, retryIn time.Duration, err error)
+
+// Wait describes how a primitive waits for its object.
+type Wait struct {
+	Channel string        // where releases are announced
+	Weight  int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
+	Policy  pubsub.Policy // how many waiters a message wakes
+	Try     Attempt
+	// Undo gives back what a successful try acquired when the caller's ctx ended while it ran. Nil
+	// when there is nothing to give back.
+	Undo func(ctx context.Context)
+}
+
+// Acquire tries w.Try until it succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
+// client is closed. wait < 0 means no bound but ctx; wait == 0 means a single try.
+//
+// Between tries it waits for a release notification, the holder's remaining lease, or the recheck
+// interval, whichever comes first: notifications make the handoff prompt, the bound makes a lost
+// notification cheap. It subscribes before the second try, so a release between the two is seen.
+//
+// Tries run on a ctx that is not cancelled with the caller's: a command cancelled in flight may still
+// run on the server, and an acquisition must never be left behind unknown. When ctx has ended by the
+// time a try succeeds, Undo gives the acquisition back. It returns the start time of the successful try.
+func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
+	if err := c.live(ctx); err != nil {
+		return time.Time{}, err
+	}
+	tryCtx := context.WithoutCancel(ctx)
+	try := func() (bool, time.Duration, time.Time, error) {
+		start := time.Now()
+		ok, retryIn, err := w.Try(tryCtx)
+		if ok && ctx.Err() != nil {
+			if w.Undo != nil {
+				w.Undo(tryCtx)
+			}
+			return false, 0, start, context.Cause(ctx)
+		}
+		return ok, retryIn, start, err
+	}
+	ok, retryIn, start, err := try()
+	if ok || err != nil {
+		return start, err
+	}
+	if wait == 0 {
+		return time.Time{}, ErrNotAcquired
+	}
+	var deadline time.Time
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
+	}
+	waiter, err := c.notifier.Subscribe(w.Channel, w.Weight, w.Policy)
+	if err != nil {
+		return time.Time{}, c.closedOr(err)
+	}
+	defer waiter.Close()
+	ready := waiter.Ready()
+	// Since Go 1.23 a stopped or reset timer never delivers a stale tick, so no draining is needed.
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		d := retryIn
+		if d <= 0 || d > c.cfg.Recheck {
+			d = c.cfg.Recheck
+		}
+		last := false
+		if !deadline.IsZero() {
+			if left := time.Until(deadline); left <= d {
+				d, last = left, true
+			}
+		}
+		if d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ready:
+				// Subscribed: the second try, after which every release is announced to us.
+				ready = nil
+				last = false
+			case <-waiter.C():
+				last = false
+			case <-timer.C:
+			case <-ctx.Done():
+				return time.Time{}, context.Cause(ctx)
+			case <-c.done:
+				return time.Time{}, ErrClosed
+			}
+			timer.Stop()
+		}
+		if ok, retryIn, start, err = try(); ok || err != nil {
+			return start, err
+		}
+		if last || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			return time.Time{}, ErrNotAcquired
+		}
+	}
+}
+
+// live returns why nothing may be started now: ctx has ended or the client is closed.
+func (c *Client) live(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if c.Closed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (c *Client) closedOr(err error) error {
+	if c.Closed() {
+		return ErrClosed
+	}
+	return err
+}

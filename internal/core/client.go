@@ -1,0 +1,162 @@
+// Package core is the machinery every primitive shares: the connection, the owner identity, the
+// notifier, the watchdog and the record of this client's holds. Package redisync is its public face.
+package core
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Defaults shared by every primitive.
+const (
+	DefaultWatchdogTimeout = 30 * time.Second
+	DefaultRecheck         = 5 * time.Second
+)
+
+// Config holds what every primitive of one client shares.
+type Config struct {
+	// WatchdogTimeout is the TTL of a lock held without a fixed lease; the watchdog renews it every
+	// third of that.
+	WatchdogTimeout time.Duration
+	// Recheck bounds how long a waiter trusts notifications alone: after that long without news it
+	// tries again, so a lost message or a holder that set no expiry never costs more.
+	Recheck time.Duration
+}
+
+// Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
+type Client struct {
+	rdb      rueidis.Client
+	ownsRDB  bool
+	id       string
+	cfg      Config
+	publish  string
+	notifier *pubsub.Notifier
+	watchdog *Watchdog
+
+	mu     sync.Mutex
+	holds  map[string]map[string]*hold // main key -> owner field -> hold
+	closed bool
+	done   chan struct{}
+}
+
+// New wraps rdb. When owns is true, Close closes rdb too.
+func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
+	if cfg.WatchdogTimeout == 0 {
+		cfg.WatchdogTimeout = DefaultWatchdogTimeout
+	}
+	if cfg.Recheck == 0 {
+		cfg.Recheck = DefaultRecheck
+	}
+	sharded := false
+	if rdb.Mode() == rueidis.ClientModeCluster {
+		v, err := serverMajorVersion(rdb)
+		if err != nil {
+			return nil, err
+		}
+		sharded = v >= 7
+	}
+	c := &Client{
+		rdb:     rdb,
+		ownsRDB: owns,
+		id:      uuid.NewString(),
+		cfg:     cfg,
+		publish: "publish",
+		holds:   make(map[string]map[string]*hold),
+		done:    make(chan struct{}),
+	}
+	if sharded {
+		c.publish = "spublish"
+	}
+	c.notifier = pubsub.New(rdb, sharded)
+	c.watchdog = newWatchdog(rdb, cfg.WatchdogTimeout)
+	return c, nil
+}
+
+// serverMajorVersion asks one node for its version; a cluster uses sharded Pub/Sub from Redis 7 on.
+func serverMajorVersion(rdb rueidis.Client) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, node := range rdb.Nodes() {
+		info, err := node.Do(ctx, node.B().Info().Section("server").Build()).ToString()
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				major, _, _ := strings.Cut(v, ".")
+				return strconv.Atoi(major)
+			}
+		}
+		break
+	}
+	return 0, nil
+}
+
+// Close stops the watchdog and the notifier. Locks still held are not released: their renewal stops,
+// so they expire within one watchdog timeout (or at the end of their fixed lease), and their holders'
+// contexts end with ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	var all []*hold
+	for _, byField := range c.holds {
+		for _, h := range byField {
+			all = append(all, h)
+		}
+	}
+	c.mu.Unlock()
+	c.watchdog.close()
+	for _, h := range all {
+		h.end(ErrClosed)
+	}
+	c.notifier.Close()
+	if c.ownsRDB {
+		c.rdb.Close()
+	}
+	return nil
+}
+
+// RDB returns the rueidis client.
+func (c *Client) RDB() rueidis.Client { return c.rdb }
+
+// ID returns the client's random UUID, the first half of every owner field it writes.
+func (c *Client) ID() string { return c.id }
+
+// Config returns the client's configuration with defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// Owner returns the owner field "<clientID>:<ownerID>" that Redis stores for owner id.
+func (c *Client) Owner(id int64) string { return c.id + ":" + strconv.FormatInt(id, 10) }
+
+// Publish returns the command that scripts publish with: "spublish" on a Redis 7+ cluster, where the
+// notifier uses sharded Pub/Sub, else "publish".
+func (c *Client) Publish() string { return c.publish }
+
+// Notifier returns the client's notifier.
+func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
+
+// Done is closed when the client is closed.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Closed reports whether Close was called.
+func (c *Client) Closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}

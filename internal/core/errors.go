@@ -1,0 +1,41 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors. Package redisync re-exports each of them under the same name; they are defined
+// here so that the machinery below redisync can return them without an import cycle.
+var (
+	ErrNotHeld         = errors.New("redisync: not held by this owner")
+	ErrNotAcquired     = errors.New("redisync: not acquired within the wait bound")
+	ErrLost            = errors.New("redisync: lock lost")
+	ErrReleased        = errors.New("redisync: released")
+	ErrAlreadyHeld     = errors.New("redisync: already held by this owner (re-entry not allowed)")
+	ErrClosed          = errors.New("redisync: client closed")
+	ErrInvalidArgument = errors.New("redisync: invalid argument")
+)
+
+// Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that
+// errors.Is keeps working and the message says which lock failed.
+func Errorf(kind, name string, err error) error {
+	return &ObjectError{Kind: kind, Name: name, Err: err}
+}
+
+// Invalid returns an ErrInvalidArgument that says what was wrong.
+func Invalid(kind, name, format string, args ...any) error {
+	return &ObjectError{Kind: kind, Name: name, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)}
+}
+
+// ObjectError is an error about one named object (a lock, a semaphore, ...).
+type ObjectError struct {
+	Kind string // "lock", "fair lock", "semaphore", ...
+	Name string
+	Err  error
+}
+
+func (e *ObjectError) Error() string { return fmt.Sprintf("%s %q: %v", e.Kind, e.Name, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *ObjectError) Unwrap() error { return e.Err }

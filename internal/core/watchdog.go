@@ -1,0 +1,252 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/lua"
+)
+
+// RenewSpec says how the watchdog renews one hold. Script renews a batch of holds of one kind in one
+// call: KEYS are the Keys of every hold in turn, ARGV is the TTL in milliseconds followed by the Args of
+// every hold in turn, and it returns one integer per hold: 1 renewed, 0 gone. Every hold of one script
+// has the same number of keys and args.
+type RenewSpec struct {
+	Script *lua.Script
+	Keys   []string
+	Args   []string
+}
+
+// maxBatch bounds the holds renewed by one script call, so that one call never blocks the server long.
+const maxBatch = 500
+
+// entry is one hold registered with the watchdog.
+type entry struct {
+	spec RenewSpec
+	lost func(error)
+	slot uint16
+
+	// guarded by Watchdog.mu
+	confirmed bool
+	failing   bool      // the last renewal failed for a transient reason
+	valid     time.Time // the lease surely lasts until then: last successful send + TTL
+}
+
+// Watchdog renews the leases of every hold of one client that has no fixed lease: one goroutine, one
+// ticker at a third of the TTL, and one script call per batch of holds of the same kind and slot,
+// however many holds there are.
+type Watchdog struct {
+	rdb  rueidis.Client
+	ttl  time.Duration
+	mu   sync.Mutex
+	set  map[*entry]struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newWatchdog(rdb rueidis.Client, ttl time.Duration) *Watchdog {
+	w := &Watchdog{rdb: rdb, ttl: ttl, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+func (w *Watchdog) add(spec RenewSpec, lost func(error)) *entry {
+	e := &entry{spec: spec, lost: lost}
+	if len(spec.Keys) > 0 {
+		e.slot = Slot(spec.Keys[0])
+	}
+	w.readd(e)
+	return e
+}
+
+func (w *Watchdog) readd(e *entry) {
+	w.mu.Lock()
+	w.set[e] = struct{}{}
+	w.mu.Unlock()
+}
+
+// confirm starts renewing e, whose hold was acquired by a command sent at start.
+func (w *Watchdog) confirm(e *entry, start time.Time) {
+	w.mu.Lock()
+	e.confirmed = true
+	if v := start.Add(w.ttl); v.After(e.valid) {
+		e.valid = v
+	}
+	w.mu.Unlock()
+}
+
+func (w *Watchdog) remove(e *entry) {
+	w.mu.Lock()
+	delete(w.set, e)
+	w.mu.Unlock()
+}
+
+// Len returns how many holds are registered.
+func (w *Watchdog) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.set)
+}
+
+func (w *Watchdog) close() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+// run renews every third of the TTL, one round at a time and off this loop, so that a round stuck on a
+// stalled server does not delay the expiry timer: a hold whose renewal keeps failing is reported lost
+// at the moment its lease may have ended, not a tick later.
+func (w *Watchdog) run() {
+	defer close(w.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tick := time.NewTicker(w.ttl / 3)
+	defer tick.Stop()
+	expiry := time.NewTimer(time.Hour)
+	expiry.Stop()
+	finished := make(chan struct{}, 1)
+	renewing := false
+	for {
+		select {
+		case <-w.stop:
+			cancel()
+			if renewing {
+				<-finished
+			}
+			return
+		case <-tick.C:
+			if !renewing {
+				renewing = true
+				go func() {
+					w.renew(ctx)
+					finished <- struct{}{}
+				}()
+			}
+		case <-finished:
+			renewing = false
+			w.arm(expiry)
+		case <-expiry.C:
+			w.expire()
+			w.arm(expiry)
+		}
+	}
+}
+
+// arm sets the timer to the earliest end of a lease whose renewal is failing.
+func (w *Watchdog) arm(t *time.Timer) {
+	w.mu.Lock()
+	var first time.Time
+	for e := range w.set {
+		if e.failing && (first.IsZero() || e.valid.Before(first)) {
+			first = e.valid
+		}
+	}
+	w.mu.Unlock()
+	t.Stop()
+	if !first.IsZero() {
+		t.Reset(max(time.Until(first), 0))
+	}
+}
+
+// expire reports lost every hold whose renewal is failing and whose lease may have ended.
+func (w *Watchdog) expire() {
+	now := time.Now()
+	var lost []*entry
+	w.mu.Lock()
+	for e := range w.set {
+		if e.failing && !now.Before(e.valid) {
+			lost = append(lost, e)
+			delete(w.set, e)
+		}
+	}
+	w.mu.Unlock()
+	for _, e := range lost {
+		e.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", ErrLost))
+	}
+}
+
+type batchKey struct {
+	script *lua.Script
+	slot   uint16
+}
+
+// renew renews every confirmed entry once. A batch that fails for a transient reason is tried again at
+// the next tick, and its entries are marked failing for the expiry timer.
+func (w *Watchdog) renew(ctx context.Context) {
+	w.mu.Lock()
+	groups := make(map[batchKey][]*entry)
+	for e := range w.set {
+		if e.confirmed {
+			k := batchKey{e.spec.Script, e.slot}
+			groups[k] = append(groups[k], e)
+		}
+	}
+	w.mu.Unlock()
+	if len(groups) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.ttl/3)
+	defer cancel()
+	ttl := strconv.FormatInt(w.ttl.Milliseconds(), 10)
+	var wg sync.WaitGroup
+	for k, entries := range groups {
+		for len(entries) > 0 {
+			n := min(len(entries), maxBatch)
+			batch := entries[:n]
+			entries = entries[n:]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.renewBatch(ctx, k.script, ttl, batch)
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry) {
+	keys := make([]string, 0, len(batch)*len(batch[0].spec.Keys))
+	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.Args))
+	args[0] = ttl
+	for _, e := range batch {
+		keys = append(keys, e.spec.Keys...)
+		args = append(args, e.spec.Args...)
+	}
+	sent := time.Now()
+	res, err := script.Exec(ctx, w.rdb, keys, args).AsIntSlice()
+	if err == nil && len(res) != len(batch) {
+		err = fmt.Errorf("renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
+	}
+	var lost []*entry
+	w.mu.Lock()
+	for i, e := range batch {
+		if _, ok := w.set[e]; !ok {
+			continue // released meanwhile
+		}
+		switch {
+		case err != nil:
+			e.failing = true
+		case res[i] == 1:
+			e.failing = false
+			if v := sent.Add(w.ttl); v.After(e.valid) {
+				e.valid = v
+			}
+		default:
+			lost = append(lost, e)
+			delete(w.set, e)
+		}
+	}
+	w.mu.Unlock()
+	for _, e := range lost {
+		e.lost(fmt.Errorf("%w: renewal found it gone", ErrLost))
+	}
+}

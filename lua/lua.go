@@ -1,0 +1,53 @@
+// Package lua holds every server-side script of redisync, embedded from the .lua files beside it.
+//
+// A script receives every key and every Pub/Sub channel it touches in KEYS, never built from ARGV, so
+// that Redis Cluster can route it and check that all of them share one slot.
+package lua
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/redis/rueidis"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// Script is one embedded script. Exec sends EVALSHA and falls back to EVAL when the server answers
+// NOSCRIPT (after a restart, a failover or SCRIPT FLUSH), so no SCRIPT LOAD step is needed.
+//
+// Scripts are not retried on network errors: most are not idempotent (re-entry increments a count,
+// acquiring permits decrements one), and a blind retry could acquire twice.
+type Script struct {
+	name string
+	src  string
+	lua  *rueidis.Lua
+}
+
+// Load returns the script in the embedded file name. It panics when the file is missing, which can
+// only happen through a mistake in this module, caught by any test that loads the package.
+func Load(name string) *Script {
+	src, err := files.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("lua: %v", err))
+	}
+	return &Script{name: name, src: string(src), lua: rueidis.NewLuaScript(string(src))}
+}
+
+// LoadRetryable is Load for a script that is safe to send twice: rueidis re-sends it after a network
+// error. Only idempotent scripts may be loaded this way (an unlock guarded by a request id, a query).
+func LoadRetryable(name string) *Script {
+	s := Load(name)
+	s.lua = rueidis.NewLuaScriptRetryable(s.src)
+	return s
+}
+
+// Name returns the file name of the script.
+func (s *Script) Name() string { return s.name }
+
+// Exec runs the script.
+func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.lua.Exec(ctx, c, keys, args)
+}

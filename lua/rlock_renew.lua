@@ -1,0 +1,15 @@
+-- Renew a batch of lock holds (hash field = owner).
+-- KEYS: one lock per hold; ARGV[1] ttl ms, ARGV[1+i] owner field of hold i.
+-- Returns one integer per hold: 1 renewed, 0 no longer held. A key of the wrong type counts as not
+-- held instead of failing the whole batch.
+local out = {}
+for i = 1, #KEYS do
+  local held = redis.pcall('hexists', KEYS[i], ARGV[i + 1])
+  if held == 1 then
+    redis.call('pexpire', KEYS[i], ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out

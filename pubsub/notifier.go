@@ -1,0 +1,460 @@
+// Package pubsub is the release notifier that redisync's waiters park on.
+//
+// One Notifier serves one client. It keeps a single subscription connection (on a Redis 7+ cluster,
+// sharded subscriptions on the connections of the nodes that own the channels), subscribes a channel
+// while at least one waiter waits on it and unsubscribes it when the last one leaves. A message wakes
+// as many waiters, in arrival order, as the channel's Policy allows. A wake-up is kept until the waiter
+// takes it, so one that arrives before the waiter parks is not lost. When the connection drops, every
+// waiter is woken once the channels are subscribed again, since messages may have been missed.
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrClosed is returned by Subscribe after Close.
+var ErrClosed = errors.New("pubsub: notifier closed")
+
+// Policy turns a message into a budget: waiters are woken in arrival order while their weight fits
+// in what is left of it. WakeOne and WakeAll cover locks; a semaphore uses the permit count.
+type Policy func(message string) int64
+
+// WakeOne wakes the longest-waiting waiter of weight 1.
+func WakeOne(string) int64 { return 1 }
+
+// WakeAll wakes every waiter.
+func WakeAll(string) int64 { return math.MaxInt64 }
+
+// Notifier multiplexes release notifications over one subscription connection.
+type Notifier struct {
+	rdb     rueidis.Client
+	sharded bool
+
+	mu     sync.Mutex
+	chans  map[string]*channel
+	closed bool
+	kick   chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+type channel struct {
+	name    string
+	policy  Policy
+	waiters []*Waiter
+	// subscribed: confirmed on the current connection; ready is closed then.
+	subscribed bool
+	ready      chan struct{}
+	// resignal: the subscription was lost, wake everyone once it is back.
+	resignal bool
+	// sharded mode: a receiver goroutine runs for the channel; stopping: SUNSUBSCRIBE was sent.
+	receiving, stopping bool
+}
+
+// Waiter is one goroutine's place on a channel.
+type Waiter struct {
+	n      *Notifier
+	ch     *channel
+	weight int64
+	sig    chan struct{}
+}
+
+// New returns a notifier on rdb. sharded selects SSUBSCRIBE (Redis 7+ clusters).
+func New(rdb rueidis.Client, sharded bool) *Notifier {
+	n := &Notifier{
+		rdb:     rdb,
+		sharded: sharded,
+		chans:   make(map[string]*channel),
+		kick:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	n.wg.Add(1)
+	if sharded {
+		go n.runSharded()
+	} else {
+		go n.run()
+	}
+	return n
+}
+
+// Subscribe adds a waiter of the given weight to channel. It returns at once; Ready tells when the
+// subscription is confirmed. The first waiter of a channel sets its policy.
+func (n *Notifier) Subscribe(name string, weight int64, policy Policy) (*Waiter, error) {
+	if weight < 1 {
+		weight = 1
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	c := n.chans[name]
+	if c == nil {
+		c = &channel{name: name, policy: policy, ready: make(chan struct{})}
+		n.chans[name] = c
+	}
+	w := &Waiter{n: n, ch: c, weight: weight, sig: make(chan struct{}, 1)}
+	c.waiters = append(c.waiters, w)
+	if len(c.waiters) == 1 {
+		n.poke()
+	}
+	return w, nil
+}
+
+// Ready is closed once the channel is subscribed; a try made after that cannot miss a release.
+func (w *Waiter) Ready() <-chan struct{} {
+	w.n.mu.Lock()
+	defer w.n.mu.Unlock()
+	return w.ch.ready
+}
+
+// C receives a value when the waiter should try again.
+func (w *Waiter) C() <-chan struct{} { return w.sig }
+
+// Close removes the waiter. A wake-up it had not taken is passed to the next waiter, so that a waiter
+// that gives up does not swallow another's turn.
+func (w *Waiter) Close() {
+	n := w.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := w.ch
+	for i, x := range c.waiters {
+		if x == w {
+			c.waiters = append(c.waiters[:i], c.waiters[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-w.sig:
+		for _, x := range c.waiters {
+			if x.signal() {
+				break
+			}
+		}
+	default:
+	}
+	if len(c.waiters) == 0 {
+		n.poke()
+	}
+}
+
+// signal wakes w unless a wake-up is already pending; it reports whether it woke it.
+func (w *Waiter) signal() bool {
+	select {
+	case w.sig <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Waiting returns how many waiters wait on channel (for tests and benchmarks).
+func (n *Notifier) Waiting(name string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c := n.chans[name]; c != nil {
+		return len(c.waiters)
+	}
+	return 0
+}
+
+// Channels returns how many channels are subscribed or being subscribed.
+func (n *Notifier) Channels() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.chans)
+}
+
+// Close unsubscribes everything, closes the connection and wakes every waiter.
+func (n *Notifier) Close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	close(n.done)
+	for _, c := range n.chans {
+		for _, w := range c.waiters {
+			w.signal()
+		}
+	}
+	n.mu.Unlock()
+	n.wg.Wait()
+}
+
+func (n *Notifier) poke() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deliver hands a message to the channel's waiters.
+func (n *Notifier) deliver(name, message string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := n.chans[name]
+	if c == nil || len(c.waiters) == 0 {
+		return
+	}
+	budget := c.policy(message)
+	for _, w := range c.waiters {
+		if budget <= 0 {
+			break
+		}
+		if w.weight <= budget && w.signal() {
+			budget -= w.weight
+		}
+	}
+}
+
+// confirmed marks channels subscribed; those that had lost their subscription wake every waiter.
+func (n *Notifier) confirmed(names ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, name := range names {
+		c := n.chans[name]
+		if c == nil || c.subscribed {
+			continue
+		}
+		c.subscribed = true
+		close(c.ready)
+		if len(c.waiters) == 0 {
+			n.poke() // everyone left while it was being subscribed
+		}
+		if c.resignal {
+			c.resignal = false
+			for _, w := range c.waiters {
+				w.signal()
+			}
+		}
+	}
+}
+
+// dropped marks channels as no longer subscribed (connection lost, or unsubscribed).
+func (n *Notifier) dropped(lost bool, names ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, name := range names {
+		c := n.chans[name]
+		if c == nil {
+			continue
+		}
+		if c.subscribed {
+			c.subscribed = false
+			c.ready = make(chan struct{})
+		}
+		c.resignal = c.resignal || (lost && len(c.waiters) > 0)
+	}
+}
+
+// plan returns what to subscribe and unsubscribe, and forgets channels that need neither.
+func (n *Notifier) plan(pending map[string]bool) (sub, unsub []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for name, c := range n.chans {
+		want := len(c.waiters) > 0
+		switch {
+		case want && !c.subscribed && !pending[name]:
+			sub = append(sub, name)
+		case !want && c.subscribed:
+			unsub = append(unsub, name)
+		case !want && !c.subscribed && !pending[name]:
+			delete(n.chans, name)
+		}
+	}
+	return sub, unsub
+}
+
+// all returns every channel name.
+func (n *Notifier) all() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	names := make([]string, 0, len(n.chans))
+	for name := range n.chans {
+		names = append(names, name)
+	}
+	return names
+}
+
+// run owns the dedicated subscription connection: it alone sends SUBSCRIBE and UNSUBSCRIBE, so the
+// server sees them in the order the waiters' needs changed, and it reconnects when the connection ends.
+func (n *Notifier) run() {
+	defer n.wg.Done()
+	backoff := 10 * time.Millisecond
+	for {
+		dc, release := n.rdb.Dedicate()
+		broken := dc.SetPubSubHooks(rueidis.PubSubHooks{
+			OnMessage: func(m rueidis.PubSubMessage) { n.deliver(m.Channel, m.Message) },
+		})
+		healthy := n.serve(dc, broken)
+		dc.Close()
+		release()
+		n.dropped(true, n.all()...)
+		select {
+		case <-n.done:
+			return
+		default:
+		}
+		if healthy {
+			backoff = 10 * time.Millisecond
+		} else {
+			backoff = min(2*backoff, time.Second)
+		}
+		select {
+		case <-n.done:
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// serve keeps the subscriptions of dc in line with the waiters until dc breaks or the notifier
+// closes. It reports whether anything succeeded on dc.
+func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healthy bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.done:
+		case <-broken:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	n.poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return healthy
+		case <-n.kick:
+		}
+		for {
+			sub, unsub := n.plan(nil)
+			if len(sub) == 0 && len(unsub) == 0 {
+				break
+			}
+			if len(sub) > 0 {
+				if err := dc.Do(ctx, dc.B().Subscribe().Channel(sub...).Build()).Error(); err != nil {
+					return healthy
+				}
+				healthy = true
+				n.confirmed(sub...)
+			}
+			if len(unsub) > 0 {
+				if err := dc.Do(ctx, dc.B().Unsubscribe().Channel(unsub...).Build()).Error(); err != nil {
+					return healthy
+				}
+				n.dropped(false, unsub...)
+			}
+		}
+	}
+}
+
+// runSharded keeps one receiver per wanted channel. rueidis sends a channel's SSUBSCRIBE on the
+// connection of the node that owns its slot, next to ordinary commands, and resubscribes nothing by
+// itself: a receiver that ends while its channel is still wanted subscribes again, and its waiters are
+// woken once that is confirmed.
+func (n *Notifier) runSharded() {
+	defer n.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	var receivers sync.WaitGroup
+	for {
+		select {
+		case <-n.done:
+			// Unsubscribe explicitly: the connections belong to the rueidis client, which may live on.
+			var names []string
+			n.mu.Lock()
+			for name, c := range n.chans {
+				if c.subscribed {
+					names = append(names, name)
+				}
+			}
+			n.mu.Unlock()
+			for _, name := range names {
+				n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(name).Build())
+			}
+			cancel()
+			receivers.Wait()
+			return
+		case <-n.kick:
+		}
+		var start, stop []string
+		n.mu.Lock()
+		for name, c := range n.chans {
+			want := len(c.waiters) > 0
+			switch {
+			case want && !c.receiving:
+				c.receiving = true
+				start = append(start, name)
+			case !want && c.receiving && c.subscribed && !c.stopping:
+				c.stopping = true
+				stop = append(stop, name)
+			case !want && !c.receiving:
+				delete(n.chans, name)
+			}
+		}
+		n.mu.Unlock()
+		for _, name := range start {
+			receivers.Add(1)
+			go func() {
+				defer receivers.Done()
+				n.receive(ctx, name)
+			}()
+		}
+		for _, name := range stop {
+			// The receiver returns when the server confirms; it then sees nobody waits and ends.
+			n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(name).Build())
+		}
+	}
+}
+
+func (n *Notifier) receive(ctx context.Context, name string) {
+	hook := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "ssubscribe" {
+			n.confirmed(name)
+		}
+	})
+	backoff := 10 * time.Millisecond
+	for {
+		err := n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
+			n.deliver(m.Channel, m.Message)
+		})
+		n.mu.Lock()
+		c := n.chans[name]
+		want := c != nil && len(c.waiters) > 0 && ctx.Err() == nil
+		if !want {
+			if c != nil {
+				c.receiving, c.stopping = false, false
+				if c.subscribed {
+					c.subscribed = false
+					c.ready = make(chan struct{})
+				}
+			}
+			n.mu.Unlock()
+			n.poke()
+			return
+		}
+		c.stopping = false
+		n.mu.Unlock()
+		// Still wanted: the subscription ended under us (connection lost, slot moved, or an
+		// unsubscribe overtaken by a new waiter). Messages may have been missed.
+		n.dropped(true, name)
+		if err == nil {
+			backoff = 10 * time.Millisecond
+		} else {
+			backoff = min(2*backoff, time.Second)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+	}
+}

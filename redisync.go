@@ -1,0 +1,111 @@
+// Package redisync provides Redisson-style distributed synchronizers on Redis for Go: a reentrant lock
+// with a lease watchdog (package rlock), a fair lock (fairlock), a read-write lock (rwlock), semaphores
+// (semaphore), a countdown latch (countdown), and MultiLock and RedLock (multilock).
+//
+// Every primitive keeps Redisson's data layout in Redis, so Go and Java processes can share a lock
+// while a service is being ported. Waiting is driven by Pub/Sub release notifications, not polling.
+// Standalone Redis, Sentinel and Redis Cluster are supported through rueidis.
+//
+// A Client is the connection all primitives share. The owner of a lock travels in the context: the
+// ctx a Lock returns carries it, and code that passes that ctx down may lock again (re-entry) and
+// unlock. A ctx without an owner gets a fresh one at Lock, so two goroutines that start from the same
+// plain ctx exclude each other.
+package redisync
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// Client is the connection to Redis that every primitive of this module is built on: one rueidis
+// client, a random UUID that identifies this client in the owner fields it writes, one Pub/Sub
+// notifier and one lease watchdog. It is safe for concurrent use; one per process is usually right.
+type Client core.Client
+
+// Option configures a Client.
+type Option func(*core.Config)
+
+// WithWatchdogTimeout sets the TTL of locks held without a fixed lease (default 30 s, as Redisson's
+// lockWatchdogTimeout). The watchdog renews them every third of it; a process that dies lets its locks
+// go after at most this long.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(c *core.Config) { c.WatchdogTimeout = d }
+}
+
+// WithRecheckInterval bounds how long a waiter relies on release notifications alone before it tries
+// again (default 5 s). A waiter also tries again when the holder's lease may have ended, so this only
+// matters when a notification is lost and the holder's lease is long or unknown.
+func WithRecheckInterval(d time.Duration) Option {
+	return func(c *core.Config) { c.Recheck = d }
+}
+
+// New connects to Redis with rueidis options: one address for a standalone server, several (or one
+// that answers CLUSTER SLOTS) for a cluster, or the sentinels' addresses with opt.Sentinel.MasterSet
+// for Sentinel. Close closes the connection.
+//
+// Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
+// opt.DisableCache; redisync itself never uses the cache.
+func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(rdb, true, opts)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Wrap builds a Client on a rueidis client the caller already has. Close leaves rdb open.
+func Wrap(rdb rueidis.Client, opts ...Option) (*Client, error) {
+	if rdb == nil {
+		return nil, core.Invalid("client", "", "nil rueidis client")
+	}
+	return newClient(rdb, false, opts)
+}
+
+func newClient(rdb rueidis.Client, owns bool, opts []Option) (*Client, error) {
+	var cfg core.Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
+		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
+	}
+	if cfg.Recheck < 0 {
+		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
+	}
+	c, err := core.New(rdb, owns, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return (*Client)(c), nil
+}
+
+// Close stops the watchdog and the notifier (and closes the connection if New opened it). It releases
+// nothing: locks still held stop being renewed and expire within one watchdog timeout, or at the end
+// of their fixed lease, and the contexts of their holders end with ErrClosed. Waiters return
+// ErrClosed. Unlock before Close to release at once.
+func (c *Client) Close() error { return (*core.Client)(c).Close() }
+
+// ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
+func (c *Client) ID() string { return (*core.Client)(c).ID() }
+
+// Redis returns the underlying rueidis client.
+func (c *Client) Redis() rueidis.Client { return (*core.Client)(c).RDB() }
+
+// WithOwner returns a ctx with a new owner. Locks taken with it, and with every ctx derived from it,
+// belong to that owner: use it to share a hold among goroutines explicitly.
+func WithOwner(ctx context.Context) context.Context {
+	return core.WithOwnerID(ctx, core.NewOwnerID())
+}
+
+// OwnerID returns the owner that ctx carries, if any (Redisson's thread id: the second half of the
+// owner field in Redis).
+func OwnerID(ctx context.Context) (int64, bool) { return core.OwnerID(ctx) }

@@ -1,0 +1,296 @@
+// Package rlock is a distributed reentrant lock, Redisson's RLock: the same keys, hash fields and
+// messages in Redis, so Go and Java processes exclude each other on the same name.
+//
+// The owner travels in the context (see package redisync): Lock returns a ctx that carries it, and
+// the same ctx, or any ctx derived from it, may Lock again (the hold count goes up) and must Unlock as
+// many times. That ctx ends when the lock stops being held: with redisync.ErrReleased after the last
+// Unlock, with redisync.ErrLost when the lease ends or the watchdog finds the lock gone.
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+var (
+	acquireScript = lua.Load("rlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("rlock_release.lua")
+	forceScript   = lua.Load("rlock_force_release.lua")
+	renewScript   = lua.Load("rlock_renew.lua")
+)
+
+// latchTTL is how long a release remembers its answer, so that a release re-sent after a network
+// error does not release twice.
+const latchTTL = "10000"
+
+const kind = "lock"
+
+// Lock is a distributed reentrant lock on one name. It is cheap to create and safe for concurrent use;
+// two Lock values with the same name on the same Client are the same lock.
+type Lock struct {
+	c          *core.Client
+	name       string
+	lease      time.Duration
+	reentrant  bool
+	fenced     bool
+	channel    string
+	tokenKey   string
+	latchKey   string
+	leaseMs    string
+	reentryArg string
+	fenceArg   string
+}
+
+// Option configures a Lock.
+type Option func(*Lock)
+
+// WithLease gives every acquisition a fixed lease: the lock frees itself after d unless unlocked
+// before, with no renewal, and the ctx Lock returns has the lease's end as its deadline. Without it
+// (or with 0) the Client's watchdog keeps the lock while it is held and lets it expire within the
+// watchdog timeout when the process dies.
+func WithLease(d time.Duration) Option { return func(l *Lock) { l.lease = d } }
+
+// NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and
+// its hold is unchanged.
+func NonReentrant() Option { return func(l *Lock) { l.reentrant = false } }
+
+// WithFencing makes every acquisition, re-entry included, take a fencing token from a counter in
+// Redis (Redisson's RFencedLock layout): a number that grows with each acquisition, which a store can
+// use to reject writes from a holder that has been overtaken. Read it with Token. The counter is a
+// key without expiry, one per lock name.
+func WithFencing() Option { return func(l *Lock) { l.fenced = true } }
+
+// New returns the lock called name.
+func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
+	if c == nil {
+		return nil, core.Invalid(kind, name, "nil client")
+	}
+	if name == "" {
+		return nil, core.Invalid(kind, name, "empty name")
+	}
+	l := &Lock{c: (*core.Client)(c), name: name, reentrant: true}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.lease < 0 {
+		return nil, core.Invalid(kind, name, "negative lease %v", l.lease)
+	}
+	if l.lease > 0 && l.lease < time.Millisecond {
+		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", l.lease)
+	}
+	l.channel = core.Prefixed("redisson_lock__channel", name)
+	l.tokenKey = core.Prefixed("redisson_lock_token", name)
+	l.latchKey = core.Prefixed("redisson_unlock_latch", name) + ":"
+	lease := l.lease
+	if lease == 0 {
+		lease = l.c.Config().WatchdogTimeout
+	}
+	l.leaseMs = strconv.FormatInt(lease.Milliseconds(), 10)
+	l.reentryArg, l.fenceArg = flag(l.reentrant), flag(l.fenced)
+	return l, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Name returns the lock's name, which is also its key in Redis.
+func (l *Lock) Name() string { return l.name }
+
+// Lock waits until it acquires the lock, ctx ends, or the Client is closed. It returns a ctx that
+// carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work done
+// under the lock so that the work stops if the lock is lost.
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
+	return l.acquire(ctx, -1)
+}
+
+// TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired when the lock is not
+// acquired within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier;
+// its deadline is never the lock's lease.
+func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, core.Invalid(kind, l.name, "negative wait %v", wait)
+	}
+	return l.acquire(ctx, wait)
+}
+
+func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if ctx == nil {
+		return nil, core.Invalid(kind, l.name, "nil context")
+	}
+	ctx, owner := core.EnsureOwner(ctx)
+	field := l.c.Owner(owner)
+	keys := []string{l.name, l.tokenKey}
+	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg}
+	var token int64
+	spec := core.HoldSpec{
+		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
+		Renew: core.RenewSpec{Script: renewScript, Keys: []string{l.name}, Args: []string{field}},
+	}
+	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
+		Channel: l.channel,
+		Weight:  1,
+		Policy:  pubsub.WakeOne,
+		Try: func(ctx context.Context) (bool, time.Duration, error) {
+			res, err := acquireScript.Exec(ctx, l.c.RDB(), keys, args).AsIntSlice()
+			if err != nil {
+				return false, 0, err
+			}
+			switch res[0] {
+			case 1:
+				token = res[2]
+				return true, 0, nil
+			case 2:
+				return false, 0, core.ErrAlreadyHeld
+			}
+			return false, time.Duration(res[1]) * time.Millisecond, nil
+		},
+		Undo: func(ctx context.Context) { l.release(ctx, field) },
+	})
+	if err != nil {
+		return nil, core.Errorf(kind, l.name, err)
+	}
+	if l.fenced {
+		held = context.WithValue(held, tokenKey{l.c, l.name}, token)
+	}
+	return held, nil
+}
+
+type tokenKey struct {
+	c    *core.Client
+	name string
+}
+
+// Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
+func (l *Lock) Token(ctx context.Context) (int64, bool) {
+	t, ok := ctx.Value(tokenKey{l.c, l.name}).(int64)
+	return t, ok
+}
+
+// Unlock releases one hold of ctx's owner: the lock is free when every Lock has been matched by an
+// Unlock. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the owner does
+// not hold the lock (never did, or its lease ended). It releases even when ctx has been cancelled.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return core.Invalid(kind, l.name, "nil context")
+	}
+	owner, ok := core.OwnerID(ctx)
+	if !ok {
+		return core.Errorf(kind, l.name, core.ErrNotHeld)
+	}
+	field := l.c.Owner(owner)
+	err := l.c.ReleaseHold(l.name, field, func() (int64, error) {
+		return l.release(context.WithoutCancel(ctx), field)
+	})
+	if err != nil {
+		return core.Errorf(kind, l.name, err)
+	}
+	return nil
+}
+
+func (l *Lock) release(ctx context.Context, field string) (int64, error) {
+	keys := []string{l.name, l.channel, l.latchKey + uuid.NewString()}
+	n, err := releaseScript.Exec(ctx, l.c.RDB(), keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, core.ErrNotHeld
+	}
+	return n, nil
+}
+
+// ForceUnlock frees the lock whoever holds it, and wakes a waiter. It reports whether the lock was
+// held. Holders on this Client see their ctx end with redisync.ErrLost at once; holders elsewhere at
+// their next renewal.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, l.name, "nil context")
+	}
+	n, err := forceScript.Exec(ctx, l.c.RDB(), []string{l.name, l.channel}, []string{l.c.Publish()}).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	l.c.LoseHolds(l.name, fmt.Errorf("%w: forced unlock", core.ErrLost))
+	return n == 1, nil
+}
+
+// IsLocked reports whether any owner holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	rdb := l.c.RDB()
+	n, err := rdb.Do(ctx, rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	return n == 1, nil
+}
+
+// IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times ctx's owner holds the lock (0 when it does not).
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	owner, ok := core.OwnerID(ctx)
+	if !ok {
+		return 0, nil
+	}
+	rdb := l.c.RDB()
+	n, err := rdb.Do(ctx, rdb.B().Hget().Key(l.name).Field(l.c.Owner(owner)).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	return int(n), nil
+}
+
+// TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
+// when it is held without expiry (only a foreign writer can do that).
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	rdb := l.c.RDB()
+	ms, err := rdb.Do(ctx, rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	switch ms {
+	case -2:
+		return 0, nil
+	case -1:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
+// and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	held, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	ferr := fn(held)
+	lost := context.Cause(held)
+	uerr := l.Unlock(held)
+	if errors.Is(lost, core.ErrLost) {
+		return errors.Join(ferr, lost)
+	}
+	return errors.Join(ferr, uerr)
+}
