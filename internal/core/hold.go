@@ -1,8 +1,8 @@
 package core
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,9 +26,9 @@ type hold struct {
 	spec HoldSpec
 
 	mu      sync.Mutex
-	pending int                        // acquisitions in flight
+	pending int                       // acquisitions in flight
 	cancels []context.CancelCauseFunc // one per acquisition, the newest last
-	entry   *entry                     // watchdog registration, nil when none
+	entry   *entry                    // watchdog registration, nil when none
 }
 
 // AcquireHold acquires with c.Acquire and records the hold. ctx must carry the owner (EnsureOwner).
