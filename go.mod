@@ -7,5 +7,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

@@ -160,3 +160,17 @@ func (c *Client) Closed() bool {
 		return false
 	}
 }
+
+// Renewals returns how many holds the watchdog renews (for leak checks in tests).
+func (c *Client) Renewals() int { return c.watchdog.Len() }
+
+// Holds returns how many holds this client records (for leak checks in tests).
+func (c *Client) Holds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, byField := range c.holds {
+		n += len(byField)
+	}
+	return n
+}

@@ -1,0 +1,234 @@
+// Package testkit is what the tests of every primitive share: real redis-servers (one standalone
+// server and one 3-master cluster per test binary, started on first use), clients that check at the
+// end of a test that they leave nothing behind, an overlap detector for critical sections, and the
+// goroutine leak check.
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// Main runs a package's tests, stops the shared servers, and fails if goroutines are left behind.
+func Main(m *testing.M) {
+	code := m.Run()
+	shared.mu.Lock()
+	if shared.standalone != nil {
+		shared.standalone.Close()
+	}
+	if shared.cluster != nil {
+		shared.cluster.Close()
+	}
+	shared.mu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Target is a Redis deployment a test runs against.
+type Target struct {
+	Name    string // "standalone" or "cluster"
+	Addrs   []string
+	Servers []*redistest.Server // every node, for PUBSUB checks and fault injection
+}
+
+var shared struct {
+	mu         sync.Mutex
+	standalone *redistest.Server
+	cluster    *redistest.Cluster
+}
+
+
+// Standalone returns the test binary's shared standalone server.
+func Standalone(t testing.TB) *Target {
+	redistest.Require(t)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.standalone == nil {
+		s, err := redistest.NewServer(redistest.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.standalone = s
+	}
+	s := shared.standalone
+	return &Target{Name: "standalone", Addrs: []string{s.Addr}, Servers: []*redistest.Server{s}}
+}
+
+// Cluster returns the test binary's shared 3-master cluster.
+func Cluster(t testing.TB) *Target {
+	redistest.Require(t)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.cluster == nil {
+		c, err := redistest.NewCluster(3, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.cluster = c
+	}
+	return &Target{Name: "cluster", Addrs: shared.cluster.Addrs, Servers: shared.cluster.Servers()}
+}
+
+// Own starts a standalone server for this test alone (for tests that stop, pause or flush it).
+func Own(t testing.TB, args ...string) *Target {
+	s := redistest.Start(t, args...)
+	return &Target{Name: "standalone", Addrs: []string{s.Addr}, Servers: []*redistest.Server{s}}
+}
+
+// ForEach runs fn against the standalone server and against the cluster, as subtests.
+func ForEach(t *testing.T, fn func(t *testing.T, tg *Target)) {
+	for _, mk := range []func(testing.TB) *Target{Standalone, Cluster} {
+		tg := mk(t)
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Cleanup(func() { tg.RequireNoSubscriptions(t) })
+			fn(t, tg)
+		})
+	}
+}
+
+// Client returns a Client on tg. At the end of the test, unless the test closed it itself, it checks
+// that the client holds nothing, renews nothing and is subscribed to nothing, then closes it.
+func (tg *Target) Client(t testing.TB, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: tg.Addrs, DisableCache: true}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseClean(t, c) })
+	return c
+}
+
+// CloseClean checks that c holds, renews and waits on nothing, then closes it.
+func CloseClean(t testing.TB, c *redisync.Client) {
+	t.Helper()
+	cc := (*core.Client)(c)
+	if cc.Closed() {
+		return
+	}
+	if n := cc.Holds(); n != 0 {
+		t.Errorf("client still records %d holds at the end of the test", n)
+	}
+	if n := cc.Renewals(); n != 0 {
+		t.Errorf("watchdog still renews %d holds at the end of the test", n)
+	}
+	Eventually(t, 2*time.Second, func() error {
+		if n := cc.Notifier().Channels(); n != 0 {
+			return fmt.Errorf("notifier still follows %d channels", n)
+		}
+		return nil
+	})
+	c.Close()
+}
+
+// Redis returns a plain rueidis client on tg, for writing and reading keys as another process would.
+func (tg *Target) Redis(t testing.TB) rueidis.Client {
+	t.Helper()
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: tg.Addrs, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdb.Close)
+	return rdb
+}
+
+// Do runs a command through a plain client and fails the test on error.
+func Do(t testing.TB, rdb rueidis.Client, args ...string) rueidis.RedisMessage {
+	t.Helper()
+	m, err := rdb.Do(context.Background(), rdb.B().Arbitrary(args[0]).Keys(args[1]).Args(args[2:]...).Build()).ToMessage()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return m
+}
+
+// RequireNoSubscriptions fails unless, within 2 s, no node has a Pub/Sub channel subscribed.
+func (tg *Target) RequireNoSubscriptions(t testing.TB) {
+	t.Helper()
+	Eventually(t, 2*time.Second, func() error {
+		for _, s := range tg.Servers {
+			for _, cmd := range [][]string{{"PUBSUB", "CHANNELS"}, {"PUBSUB", "SHARDCHANNELS"}} {
+				out, err := s.Do(cmd...)
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(out) != "" {
+					return fmt.Errorf("%s %v: %q", s.Addr, cmd, out)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Eventually retries fn until it succeeds or d passes, then fails the test with fn's last error.
+func Eventually(t testing.TB, d time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Mini returns a Client on an embedded miniredis, for quick tests that need no real server.
+func Mini(t testing.TB, opts ...redisync.Option) (*miniredis.Miniredis, *redisync.Client) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseClean(t, c) })
+	return m, c
+}
+
+// Section detects overlapping holders of a critical section.
+type Section struct {
+	in, max, entries atomic.Int64
+}
+
+// Enter marks one more holder inside.
+func (s *Section) Enter() {
+	n := s.in.Add(1)
+	s.entries.Add(1)
+	for {
+		m := s.max.Load()
+		if n <= m || s.max.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+// Leave marks one holder gone.
+func (s *Section) Leave() { s.in.Add(-1) }
+
+// Max returns the most holders ever inside at once.
+func (s *Section) Max() int64 { return s.max.Load() }
+
+// Entries returns how many times the section was entered.
+func (s *Section) Entries() int64 { return s.entries.Load() }
