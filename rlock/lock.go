@@ -146,7 +146,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			res, err := acquireScript.Exec(ctx, l.c.RDB(), keys, args).AsIntSlice()
+			res, err := l.c.RunAcquire(ctx, acquireScript, keys, args).AsIntSlice()
 			if err != nil {
 				return false, 0, err
 			}
@@ -204,7 +204,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
 	keys := []string{l.name, l.channel, l.latchKey + uuid.NewString()}
-	n, err := releaseScript.Exec(ctx, l.c.RDB(), keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
+	n, err := l.c.Run(ctx, releaseScript, keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
 	if err != nil {
 		return 0, err
 	}
@@ -221,7 +221,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
 	}
-	n, err := forceScript.Exec(ctx, l.c.RDB(), []string{l.name, l.channel}, []string{l.c.Publish()}).AsInt64()
+	n, err := l.c.Run(ctx, forceScript, []string{l.name, l.channel}, []string{l.c.Publish()}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
