@@ -76,7 +76,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.notifier = pubsub.New(rdb, sharded)
-	c.watchdog = newWatchdog(rdb, cfg.WatchdogTimeout)
+	c.watchdog = newWatchdog(c.RunAcquire, cfg.WatchdogTimeout)
 	return c, nil
 }
 

@@ -41,7 +41,7 @@ type entry struct {
 // ticker at a third of the TTL, and one script call per batch of holds of the same kind and slot,
 // however many holds there are.
 type Watchdog struct {
-	rdb  rueidis.Client
+	exec func(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult
 	ttl  time.Duration
 	mu   sync.Mutex
 	set  map[*entry]struct{}
@@ -49,8 +49,8 @@ type Watchdog struct {
 	done chan struct{}
 }
 
-func newWatchdog(rdb rueidis.Client, ttl time.Duration) *Watchdog {
-	w := &Watchdog{rdb: rdb, ttl: ttl, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rueidis.RedisResult, ttl time.Duration) *Watchdog {
+	w := &Watchdog{exec: exec, ttl: ttl, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -222,7 +222,7 @@ func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 		args = append(args, e.spec.Args...)
 	}
 	sent := time.Now()
-	res, err := script.Exec(ctx, w.rdb, keys, args).AsIntSlice()
+	res, err := w.exec(ctx, script, keys, args).AsIntSlice()
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
 	}
