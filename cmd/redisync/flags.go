@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// command is one subcommand's flag set with its help text.
+type command struct {
+	fs     *flag.FlagSet
+	name   string
+	header string // usage line and description, printed before the flags
+	footer string // exit statuses and examples, printed after them
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func newCommand(name, header, footer string, stdout, stderr io.Writer) *command {
+	fs := flag.NewFlagSet("redisync "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // help is printed by parse, to stdout when asked for
+	return &command{fs: fs, name: name, header: header, footer: footer, stdout: stdout, stderr: stderr}
+}
+
+// help writes the full help text to w.
+func (c *command) help(w io.Writer) {
+	fmt.Fprint(w, c.header)
+	fmt.Fprintln(w, "\nFlags:")
+	c.fs.SetOutput(w)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(c.stderr)
+	fmt.Fprint(w, c.footer)
+}
+
+// parse parses flags wherever they appear among args and returns the other arguments in order.
+//
+// With a "--" among args, flags are parsed up to it, and what follows it is returned as tail
+// (hasTail is true). Without one, parsing stops once stopAfter (> 0) arguments are collected, and the
+// rest, flags or not, is the tail: "redisync lock NAME ls -l" runs "ls -l".
+//
+// On --help it prints the help and returns code 0; on a bad flag, exitUsage; code < 0 means go on.
+func (c *command) parse(args []string, stopAfter int) (positional, tail []string, hasTail bool, code int) {
+	if slices.Contains(args, "--") {
+		stopAfter = 0
+	}
+	for len(args) > 0 {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.help(c.stdout)
+				return nil, nil, false, exitOK
+			}
+			return nil, nil, false, c.usageError("")
+		}
+		rest := c.fs.Args()
+		// flag.Parse stops after "--" (consumed) or before the first non-flag argument.
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return positional, rest, true, -1
+		}
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+		if stopAfter > 0 && len(positional) == stopAfter {
+			return positional, args, false, -1
+		}
+	}
+	return positional, nil, false, -1
+}
+
+// usageError reports a usage error (msg, unless empty: flag has printed its own) and returns exitUsage.
+func (c *command) usageError(msg string, args ...any) int {
+	if msg != "" {
+		fmt.Fprintf(c.stderr, "redisync %s: %s\n", c.name, fmt.Sprintf(msg, args...))
+	}
+	fmt.Fprintf(c.stderr, "Run 'redisync %s --help' for usage.\n", c.name)
+	return exitUsage
+}
+
+// waitFlag is a --wait duration whose default, "forever", is not a duration.
+type waitFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (w *waitFlag) String() string {
+	if w == nil || !w.set {
+		return ""
+	}
+	return w.d.String()
+}
+
+func (w *waitFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("negative duration %v", d)
+	}
+	w.d, w.set = d, true
+	return nil
+}
+
+// bound returns the wait in the library's terms: -1 for no bound.
+func (w *waitFlag) bound() time.Duration {
+	if !w.set {
+		return -1
+	}
+	return w.d
+}
+
+// durationFlag registers a non-negative duration flag.
+func durationFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	*p = def
+	fs.Func(name, usage+defaultNote(def), func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			return fmt.Errorf("negative duration %v", d)
+		}
+		*p = d
+		return nil
+	})
+	return p
+}
+
+func defaultNote(def time.Duration) string {
+	if def == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (default %v)", def)
+}
+
+// indent indents every line of s by two spaces (for examples in help texts).
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
+}
