@@ -1,0 +1,30 @@
+-- Renew a batch of read holds.
+-- KEYS: two per hold: the lock, then the owner's lease keys without the hold number.
+-- ARGV[1] ttl ms, ARGV[1+i] owner field of hold i.
+-- Returns one integer per hold: 1 renewed, 0 no longer held (the field is gone, or one of its lease
+-- keys expired: then a writer may already be in). Only the owner's own lease keys are extended, so
+-- that a reader of a dead client ages out even while others keep reading. A key of the wrong type
+-- counts as not held instead of failing the whole batch.
+local ttl = tonumber(ARGV[1])
+local out = {}
+for i = 1, #KEYS / 2 do
+  local lock, leases = KEYS[2 * i - 1], KEYS[2 * i]
+  local n = tonumber(redis.pcall('hget', lock, ARGV[i + 1]))
+  local ok = n ~= nil and n > 0
+  if ok then
+    for k = 1, n do
+      if redis.call('pexpire', leases .. ':' .. k, ttl) == 0 then
+        ok = false
+      end
+    end
+  end
+  if ok then
+    if redis.call('pttl', lock) < ttl then
+      redis.call('pexpire', lock, ttl)
+    end
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out

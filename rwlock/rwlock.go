@@ -1,0 +1,146 @@
+// Package rwlock is a distributed read-write lock, Redisson's RReadWriteLock: the same keys, hash
+// fields and messages in Redis, so Go and Java processes exclude each other on the same name.
+//
+// An RWLock hands out two locks over one name: its ReadLock may be held by many owners at once, its
+// WriteLock by one owner, and never both by different owners. Each has the API of package rlock:
+// Lock, TryLock with a wait bound, a fixed lease or the Client's watchdog, Unlock, ForceUnlock,
+// queries, and Do. The owner travels in the context as it does there.
+//
+// Downgrade: the owner of the write lock may also take the read lock, and keeps reading after it
+// releases the write lock; readers waiting meanwhile are woken at once (Redisson leaves them waiting
+// for the lock's TTL). Upgrade is refused: an owner that reads and asks for the write lock gets
+// ErrUpgrade at once. Redisson blocks instead, which deadlocks as soon as two readers try it, and
+// waits for ever even with one, since its own read hold never goes away.
+//
+// Each read hold has its own lease in Redis ("{N}:OWNER:rwlock_timeout:k"), and the lock lives as
+// long as the longest one: the read holds of a Client that died without unlocking age out within its
+// watchdog timeout (or their fixed lease) while the other readers keep theirs. The watchdog renews
+// only its own owners' leases; Redisson's renews every reader's, which keeps a dead reader alive as
+// long as any live reader renews, and with it keeps writers out.
+//
+// Fairness: by default, as in Redisson, a reader gets in whenever no writer holds the lock, so a
+// stream of overlapping readers can starve a writer for ever. WithWriterPreference makes a waiting
+// writer keep new readers out until it is in; it is honoured by this package only (a Java reader
+// does not know of it).
+package rwlock
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+)
+
+// ErrUpgrade: an owner that holds the read lock asked for the write lock. Upgrading is refused at
+// once, since waiting could only end when the owner's own read holds are gone. It also matches
+// redisync.ErrAlreadyHeld. The read holds are unchanged.
+var ErrUpgrade error = upgradeError{}
+
+type upgradeError struct{}
+
+func (upgradeError) Error() string {
+	return "redisync: the owner holds the read lock, which is never upgraded to the write lock"
+}
+
+func (upgradeError) Is(target error) bool { return target == core.ErrAlreadyHeld }
+
+const kind = "read-write lock"
+
+// RWLock is a distributed read-write lock on one name. It is cheap to create and safe for concurrent
+// use; two RWLock values with the same name on the same Client are the same lock.
+type RWLock struct {
+	read, write Lock
+}
+
+// Option configures an RWLock.
+type Option func(*config)
+
+type config struct {
+	lease       time.Duration
+	reentrant   bool
+	preferWrite bool
+}
+
+// WithLease gives every acquisition, read or write, a fixed lease: each hold frees itself after d
+// unless unlocked before, with no renewal, and the ctx Lock returns has the lease's end as its
+// deadline. Without it (or with 0) the Client's watchdog keeps the holds while they are held and lets
+// them expire within the watchdog timeout when the process dies.
+func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// NonReentrant makes re-entry an error: an owner that takes the read lock (or the write lock) again
+// gets redisync.ErrAlreadyHeld, and its holds are unchanged. Taking the read lock while writing
+// (downgrade) is not re-entry and stays allowed.
+func NonReentrant() Option { return func(c *config) { c.reentrant = false } }
+
+// WithWriterPreference makes a waiting writer keep new readers out: readers already inside may finish
+// and re-enter, and the writer gets in once they are gone. Without it a stream of overlapping readers
+// can keep a writer out for ever.
+//
+// A waiting writer announces itself in a sorted set "redisync_rwlock_writers:{N}" (not part of
+// Redisson's layout: Java readers ignore it) and renews the announcement at each try; one that gives
+// up withdraws it, and one that dies lets it lapse after twice the Client's recheck interval. Every
+// RWLock value on the name should use this option, since only those that do honour it.
+func WithWriterPreference() Option { return func(c *config) { c.preferWrite = true } }
+
+// New returns the read-write lock called name.
+func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
+	if c == nil {
+		return nil, core.Invalid(kind, name, "nil client")
+	}
+	if name == "" {
+		return nil, core.Invalid(kind, name, "empty name")
+	}
+	cfg := config{reentrant: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.lease < 0 {
+		return nil, core.Invalid(kind, name, "negative lease %v", cfg.lease)
+	}
+	if cfg.lease > 0 && cfg.lease < time.Millisecond {
+		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", cfg.lease)
+	}
+	cc := (*core.Client)(c)
+	lease := cfg.lease
+	if lease == 0 {
+		lease = cc.Config().WatchdogTimeout
+	}
+	base := Lock{
+		c:           cc,
+		name:        name,
+		lease:       cfg.lease,
+		reentrant:   cfg.reentrant,
+		channel:     core.Prefixed("redisson_rwlock", name),
+		writersKey:  core.Prefixed("redisync_rwlock_writers", name),
+		latchKey:    core.Prefixed("redisson_unlock_latch", name) + ":",
+		leasePrefix: core.Suffixed(name, ""),
+		leaseMs:     strconv.FormatInt(lease.Milliseconds(), 10),
+		reentryArg:  flag(cfg.reentrant),
+	}
+	rw := &RWLock{read: base, write: base}
+	rw.read.preferArg = flag(cfg.preferWrite)
+	rw.write.writer = true
+	rw.write.intentMs = "0"
+	if cfg.preferWrite {
+		rw.write.intentMs = strconv.FormatInt((2 * cc.Config().Recheck).Milliseconds(), 10)
+	}
+	return rw, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Name returns the lock's name, which is also its key in Redis.
+func (rw *RWLock) Name() string { return rw.read.name }
+
+// ReadLock returns the shared side of the lock: many owners may hold it at once, while nobody holds
+// the write lock (except themselves: see the package doc on downgrade).
+func (rw *RWLock) ReadLock() *Lock { return &rw.read }
+
+// WriteLock returns the exclusive side of the lock: one owner holds it, while nobody else reads.
+func (rw *RWLock) WriteLock() *Lock { return &rw.write }
