@@ -4,4 +4,3 @@ import "io"
 
 func cmdSemaphore(args []string, stdout, stderr io.Writer) int { return 1 }
 func cmdLatch(args []string, stdout, stderr io.Writer) int     { return 1 }
-func cmdInspect(args []string, stdout, stderr io.Writer) int   { return 1 }

@@ -1,0 +1,480 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+const inspectHeader = `Usage: redisync inspect [--json] NAME
+
+Shows what Redis holds under NAME, read without changing anything (only TYPE, HGETALL, GET, PTTL,
+LRANGE, ZRANGE, EXISTS, TIME and PUBSUB NUMSUB are sent): which primitive it is, its holders and
+their hold counts, its TTL, the fair lock's queue with each waiter's deadline, the read-write lock's
+mode and per-reader leases, a semaphore's available permits and the expiry of each acquired permit,
+a latch's count. It reads Redisson's layout, so it shows locks taken by Java services too.
+
+Owners read "<client id>:<owner id>": the client id is a redisync Client's (or a Redisson
+instance's) UUID, the owner id its context owner (Redisson: the thread id).
+
+A semaphore and a countdown latch are both a number under NAME; when nobody waits on either, inspect
+cannot tell them apart and says so.
+`
+
+const inspectFooter = `
+Exit status: 0 (also when nothing is stored under NAME), 1 when NAME holds something that is not a
+redisync or Redisson object, 69 when Redis is unreachable or failing.
+
+Examples:
+  redisync inspect nightly-report
+  redisync inspect --json --addr 10.0.0.1:7000,10.0.0.2:7000 orders | jq .holders
+`
+
+// state is what inspect reports. Times are in milliseconds; deadlines and expiries are relative to
+// the server's clock at the time of reading ("in_ms": how long from now; negative: in the past).
+type state struct {
+	Name string `json:"name"`
+	// Kind: "none", "lock", "fair lock", "read-write lock", "semaphore", "permit-expirable semaphore",
+	// "countdown latch", or "semaphore or countdown latch" when nothing tells the two apart.
+	Kind string `json:"kind"`
+	// TTLms: the main key's remaining time to live; -1 without expiry; absent when the key is missing.
+	TTLms        *int64        `json:"ttl_ms,omitempty"`
+	Mode         string        `json:"mode,omitempty"` // read-write lock: "read" or "write"
+	Holders      []holderState `json:"holders,omitempty"`
+	Queue        []waiter      `json:"queue,omitempty"`         // fair lock, head first
+	FencingToken *int64        `json:"fencing_token,omitempty"` // the last token issued
+	// Available: the semaphore's available permits (expired permits not yet returned included).
+	Available *int64   `json:"available,omitempty"`
+	Permits   []permit `json:"permits,omitempty"` // the permit-expirable semaphore's acquired permits
+	Count     *int64   `json:"count,omitempty"`   // the latch's count
+	// WaitingWriters: redisync's read-write lock counts writers waiting, so new readers let them pass.
+	WaitingWriters *int64   `json:"waiting_writers,omitempty"`
+	Keys           []string `json:"keys"` // the keys that were found
+}
+
+type holderState struct {
+	Owner  string  `json:"owner"`
+	Count  int64   `json:"count"`
+	Write  bool    `json:"write,omitempty"`     // read-write lock: the writer
+	Leases []int64 `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+}
+
+type waiter struct {
+	Owner    string `json:"owner"`
+	Deadline *int64 `json:"deadline_in_ms,omitempty"` // by when it must try again or lose its place
+}
+
+type permit struct {
+	ID      string `json:"id"`
+	Never   bool   `json:"never_expires,omitempty"`
+	Expires int64  `json:"expires_in_ms,omitempty"`
+}
+
+// neverExpires is the score of a permit without lease (Redisson's value).
+const neverExpires = 922337203685477
+
+// cmdInspect shows what Redis holds under a name.
+func cmdInspect(args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand("inspect", inspectHeader, inspectFooter, stdout, stderr)
+	asJSON := cmd.fs.Bool("json", false, "print JSON (times in milliseconds, relative to the server's clock)")
+	var conn connFlags
+	conn.register(cmd.fs)
+	pos, _, _, code := cmd.parse(args, 0)
+	if code >= 0 {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return cmd.usageError("missing NAME")
+	case len(pos) > 1:
+		return cmd.usageError("unexpected argument %q", pos[1])
+	case pos[0] == "":
+		return cmd.usageError("empty NAME")
+	}
+	opt, err := conn.option()
+	if err != nil {
+		return cmd.usageError("%v", err)
+	}
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "redisync inspect: cannot connect to %s: %v\n", describe(opt), err)
+		return exitUnavailable
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := inspect(ctx, rdb, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "redisync inspect: %v\n", err)
+		if _, ok := err.(notOurs); ok {
+			return exitFailure
+		}
+		return exitUnavailable
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(st)
+		return exitOK
+	}
+	st.print(stdout)
+	return exitOK
+}
+
+// notOurs: the name holds a key of a type no primitive uses.
+type notOurs struct{ name, typ string }
+
+func (e notOurs) Error() string {
+	return fmt.Sprintf("%q is a %s, not a lock, semaphore or latch", e.name, e.typ)
+}
+
+// reader sends read-only commands and remembers the first error.
+type reader struct {
+	ctx context.Context
+	rdb rueidis.Client
+	err error
+}
+
+func (r *reader) do(cmd rueidis.Completed) rueidis.RedisResult {
+	res := r.rdb.Do(r.ctx, cmd)
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) && r.err == nil {
+		r.err = err
+	}
+	return res
+}
+
+func (r *reader) exists(key string) bool {
+	n, _ := r.do(r.rdb.B().Exists().Key(key).Build()).AsInt64()
+	return n == 1
+}
+
+func (r *reader) pttl(key string) int64 {
+	n, _ := r.do(r.rdb.B().Pttl().Key(key).Build()).AsInt64()
+	return n
+}
+
+func (r *reader) int(key string) (int64, bool) {
+	s, err := r.do(r.rdb.B().Get().Key(key).Build()).ToString()
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("%q holds %q, not a number", key, s)
+	}
+	return n, err == nil
+}
+
+// zset returns the members of a sorted set with their scores, lowest first.
+func (r *reader) zset(key string) []rueidis.ZScore {
+	z, _ := r.do(r.rdb.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).AsZScores()
+	return z
+}
+
+// now returns the server's clock in milliseconds: deadlines and expiries in Redis are by it.
+func (r *reader) now() int64 {
+	t, err := r.do(r.rdb.B().Time().Build()).AsStrSlice()
+	if err != nil || len(t) != 2 {
+		return time.Now().UnixMilli()
+	}
+	s, _ := strconv.ParseInt(t[0], 10, 64)
+	us, _ := strconv.ParseInt(t[1], 10, 64)
+	return s*1000 + us/1000
+}
+
+// subscribers counts the subscribers of a channel on every node (classic and sharded Pub/Sub).
+func (r *reader) subscribers(channel string) int64 {
+	var n int64
+	for _, node := range r.rdb.Nodes() {
+		for _, cmd := range []rueidis.Completed{
+			node.B().PubsubNumsub().Channel(channel).Build(),
+			node.B().PubsubShardnumsub().Channel(channel).Build(),
+		} {
+			// SHARDNUMSUB is missing before Redis 7: not an error for inspect.
+			if m, err := node.Do(r.ctx, cmd).AsMap(); err == nil {
+				c := m[channel]
+				v, _ := c.AsInt64()
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+func (r *reader) found(st *state, key string, ok bool) bool {
+	if ok {
+		st.Keys = append(st.Keys, key)
+	}
+	return ok
+}
+
+// inspect reads the layout of every primitive that may live under name.
+func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, error) {
+	r := &reader{ctx: ctx, rdb: rdb}
+	st := &state{Name: name, Kind: "none", Keys: []string{}}
+	typ, err := r.do(rdb.B().Type().Key(name).Build()).ToString()
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	if typ != "none" {
+		st.Keys = append(st.Keys, name)
+		ttl := r.pttl(name)
+		st.TTLms = &ttl
+	}
+	switch typ {
+	case "hash", "none":
+		r.lock(st, typ == "hash", now)
+	case "string":
+		r.counter(st, now)
+	default:
+		return nil, notOurs{name, typ}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return st, nil
+}
+
+// lock reads a lock, fair lock or read-write lock (or finds nothing at all).
+func (r *reader) lock(st *state, held bool, now int64) {
+	name := st.Name
+	var fields map[string]string
+	if held {
+		fields, _ = r.do(r.rdb.B().Hgetall().Key(name).Build()).AsStrMap()
+	}
+	queueKey := core.Prefixed("redisson_lock_queue", name)
+	timeoutKey := core.Prefixed("redisson_lock_timeout", name)
+	tokenKey := core.Prefixed("redisson_lock_token", name)
+	fair := r.found(st, queueKey, r.exists(queueKey))
+	fair = r.found(st, timeoutKey, r.exists(timeoutKey)) || fair
+	if token, ok := r.int(tokenKey); r.found(st, tokenKey, ok) {
+		st.FencingToken = &token
+	}
+
+	if mode, ok := fields["mode"]; ok {
+		st.Kind, st.Mode = "read-write lock", mode
+		delete(fields, "mode")
+		writersKey := core.Prefixed("redisync_rwlock_writers", name)
+		if n, ok := r.int(writersKey); r.found(st, writersKey, ok) {
+			st.WaitingWriters = &n
+		}
+		for _, owner := range sortedKeys(fields) {
+			count, _ := strconv.ParseInt(fields[owner], 10, 64)
+			h := holderState{Owner: owner, Count: count}
+			if o, ok := strings.CutSuffix(owner, ":write"); ok {
+				h.Owner, h.Write = o, true
+			} else {
+				for k := int64(1); k <= count; k++ {
+					h.Leases = append(h.Leases, r.pttl(core.Suffixed(name, owner+":rwlock_timeout:"+strconv.FormatInt(k, 10))))
+				}
+			}
+			st.Holders = append(st.Holders, h)
+		}
+		return
+	}
+	for _, owner := range sortedKeys(fields) {
+		count, _ := strconv.ParseInt(fields[owner], 10, 64)
+		st.Holders = append(st.Holders, holderState{Owner: owner, Count: count})
+	}
+	switch {
+	case fair:
+		st.Kind = "fair lock"
+		queue, _ := r.do(r.rdb.B().Lrange().Key(queueKey).Start(0).Stop(-1).Build()).AsStrSlice()
+		deadlines := make(map[string]int64)
+		for _, z := range r.zset(timeoutKey) {
+			deadlines[z.Member] = int64(z.Score)
+		}
+		for _, owner := range queue {
+			w := waiter{Owner: owner}
+			if d, ok := deadlines[owner]; ok {
+				in := d - now
+				w.Deadline = &in
+			}
+			st.Queue = append(st.Queue, w)
+		}
+	case held || st.FencingToken != nil:
+		st.Kind = "lock"
+	default:
+		r.expirable(st, now)
+	}
+}
+
+// counter reads a semaphore or a latch: a number under the name.
+func (r *reader) counter(st *state, now int64) {
+	n, ok := r.int(st.Name)
+	if !ok {
+		return
+	}
+	if r.expirable(st, now) {
+		return
+	}
+	sem := r.subscribers(core.Prefixed("redisson_sc", st.Name)) > 0
+	latch := r.subscribers(latchChannel(st.Name)) > 0
+	switch {
+	case sem && !latch:
+		st.Kind, st.Available = "semaphore", &n
+	case latch && !sem:
+		st.Kind, st.Count = "countdown latch", &n
+	default:
+		st.Kind, st.Available, st.Count = "semaphore or countdown latch", &n, &n
+	}
+}
+
+// expirable reads the permits of a permit-expirable semaphore; it reports whether there are any.
+func (r *reader) expirable(st *state, now int64) bool {
+	key := core.Suffixed(st.Name, "timeout")
+	zs := r.zset(key)
+	if !r.found(st, key, len(zs) > 0) {
+		return false
+	}
+	st.Kind = "permit-expirable semaphore"
+	available, _ := r.int(st.Name) // a missing count is 0
+	for _, z := range zs {
+		p := permit{ID: printable(z.Member)}
+		if int64(z.Score) >= neverExpires {
+			p.Never = true
+		} else {
+			p.Expires = int64(z.Score) - now
+			if p.Expires <= 0 {
+				available++ // back in the pool at the next operation, whoever sends it
+			}
+		}
+		st.Permits = append(st.Permits, p)
+	}
+	st.Available = &available
+	return true
+}
+
+// latchChannel is the countdown latch's channel: Redisson's name has no colon before the tag.
+func latchChannel(name string) string {
+	return strings.Replace(core.Prefixed("redisson_countdownlatch__channel__", name), "__:", "__", 1)
+}
+
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' }) {
+		return s
+	}
+	return hex.EncodeToString([]byte(s))
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// print writes st for people.
+func (st *state) print(w io.Writer) {
+	fmt.Fprintf(w, "%s: %s", st.Name, st.Kind)
+	switch {
+	case st.Kind == "none":
+		fmt.Fprintln(w, " (nothing stored: a free lock, an empty semaphore or an open latch)")
+		return
+	case st.Mode != "":
+		fmt.Fprintf(w, ", held for %s", st.Mode)
+	case len(st.Holders) > 0:
+		fmt.Fprint(w, ", held")
+	case strings.HasSuffix(st.Kind, "lock"):
+		fmt.Fprint(w, ", free")
+	}
+	if st.TTLms != nil {
+		fmt.Fprintf(w, ", %s", expiry(*st.TTLms))
+	}
+	fmt.Fprintln(w)
+	for _, h := range st.Holders {
+		role := "holder"
+		if st.Mode != "" {
+			role = "reader"
+			if h.Write {
+				role = "writer"
+			}
+		}
+		fmt.Fprintf(w, "  %s %s  count %d", role, h.Owner, h.Count)
+		if len(h.Leases) > 0 {
+			leases := make([]string, len(h.Leases))
+			for i, ms := range h.Leases {
+				leases[i] = ttlString(ms)
+			}
+			fmt.Fprintf(w, "  leases %s", strings.Join(leases, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	if st.WaitingWriters != nil {
+		fmt.Fprintf(w, "  writers waiting: %d\n", *st.WaitingWriters)
+	}
+	if st.Kind == "fair lock" {
+		fmt.Fprintf(w, "  queue: %d waiting\n", len(st.Queue))
+		for i, q := range st.Queue {
+			fmt.Fprintf(w, "    %d. %s", i+1, q.Owner)
+			switch {
+			case q.Deadline == nil:
+				fmt.Fprint(w, "  no deadline")
+			case *q.Deadline < 0:
+				fmt.Fprintf(w, "  deadline passed %v ago: loses its place at the next try", ms(-*q.Deadline))
+			default:
+				fmt.Fprintf(w, "  must try again within %v", ms(*q.Deadline))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if st.FencingToken != nil {
+		fmt.Fprintf(w, "  last fencing token: %d\n", *st.FencingToken)
+	}
+	switch st.Kind {
+	case "semaphore", "permit-expirable semaphore":
+		fmt.Fprintf(w, "  available permits: %d\n", *st.Available)
+	case "countdown latch":
+		fmt.Fprintf(w, "  count: %d\n", *st.Count)
+	case "semaphore or countdown latch":
+		fmt.Fprintf(w, "  value %d: a semaphore's available permits, or a latch's count\n", *st.Count)
+	}
+	if st.Kind == "permit-expirable semaphore" {
+		fmt.Fprintf(w, "  acquired permits: %d\n", len(st.Permits))
+		for _, p := range st.Permits {
+			switch {
+			case p.Never:
+				fmt.Fprintf(w, "    %s  never expires\n", p.ID)
+			case p.Expires <= 0:
+				fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation\n", p.ID, ms(-p.Expires))
+			default:
+				fmt.Fprintf(w, "    %s  expires in %v\n", p.ID, ms(p.Expires))
+			}
+		}
+	}
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// expiry describes a key's PTTL.
+func expiry(pttl int64) string {
+	if pttl < 0 {
+		return "no expiry"
+	}
+	return "expires in " + ms(pttl).String()
+}
+
+// ttlString describes a lease key's PTTL, which may be missing (-2).
+func ttlString(pttl int64) string {
+	switch pttl {
+	case -2:
+		return "gone"
+	case -1:
+		return "no expiry"
+	}
+	return ms(pttl).String()
+}
