@@ -1,0 +1,189 @@
+// Package countdown is a distributed countdown latch, Redisson's RCountDownLatch: the same key,
+// channel and messages in Redis, so Go and Java processes can count down and wait on the same latch.
+//
+// A latch holds a count. TrySetCount arms it, CountDown lowers it, and Await returns once it is zero.
+// A latch that was never set, or was counted down to zero, or was deleted, has count zero: Redis keeps
+// no key for it.
+//
+// Waiters are woken by a Pub/Sub message when the count reaches zero, on every Client at once. Unlike
+// Redisson's, a waiter does not depend on that message alone: it checks the count again when its
+// notification connection comes back after a drop, and at least once per recheck interval of its Client
+// (redisync.WithRecheckInterval), so a lost message delays it by that interval at most.
+//
+// Layout in Redis (Redisson's): the key is the name, a string holding the count, without expiry; the
+// channel is "redisson_countdownlatch__channel__{name}", which hears "0" when the count reaches zero and
+// "1" when the latch is set or deleted. For a name with braces of its own, whose Redisson channel would
+// fall in another cluster slot than the key, the channel keeps the key's slot instead; Java waiters on
+// such a latch are not woken by Go, and on a cluster Redisson cannot use that latch at all.
+package countdown
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+var (
+	setScript    = lua.Load("countdown_set.lua")
+	downScript   = lua.Load("countdown_down.lua")
+	deleteScript = lua.Load("countdown_delete.lua")
+)
+
+const kind = "countdown latch"
+
+// Latch is a distributed countdown latch on one name. It is cheap to create and safe for concurrent
+// use; Latch values with the same name, on any Client of the same Redis, are the same latch.
+type Latch struct {
+	c       *core.Client
+	name    string
+	channel string
+}
+
+// New returns the latch called name.
+func New(c *redisync.Client, name string) (*Latch, error) {
+	if c == nil {
+		return nil, core.Invalid(kind, name, "nil client")
+	}
+	if name == "" {
+		return nil, core.Invalid(kind, name, "empty name")
+	}
+	return &Latch{c: (*core.Client)(c), name: name, channel: channel(name)}, nil
+}
+
+// channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}", unless
+// that would put it in another cluster slot than the latch (a name with braces of its own), where a
+// script could not touch both: then the channel keeps the name's slot, as every side key does.
+func channel(name string) string {
+	if ch := "redisson_countdownlatch__channel__{" + name + "}"; core.Slot(ch) == core.Slot(name) {
+		return ch
+	}
+	return core.Prefixed("redisson_countdownlatch__channel_", name)
+}
+
+// Name returns the latch's name, which is also its key in Redis.
+func (l *Latch) Name() string { return l.name }
+
+// TrySetCount sets the count to n if the latch has none (its count is zero), and reports whether it
+// did. A latch still counting down keeps its count: reuse one only after it has reached zero or after
+// Delete. n must be at least 1.
+func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, err
+	}
+	if n < 1 {
+		return false, core.Invalid(kind, l.name, "count %d: want at least 1", n)
+	}
+	set, err := l.c.Run(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Publish()}).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	return set == 1, nil
+}
+
+// CountDown lowers the count by one. When it reaches zero, the key is deleted and every waiter, on
+// every Client, returns. Counting down a latch whose count is zero does nothing.
+func (l *Latch) CountDown(ctx context.Context) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if err := l.c.Run(ctx, downScript, l.keys(), []string{l.c.Publish()}).Error(); err != nil {
+		return core.Errorf(kind, l.name, err)
+	}
+	return nil
+}
+
+// Count returns the current count: zero when the latch is not set.
+func (l *Latch) Count(ctx context.Context) (int64, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, err
+	}
+	n, err := l.count(ctx)
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	return n, nil
+}
+
+func (l *Latch) count(ctx context.Context) (int64, error) {
+	rdb := l.c.RDB()
+	n, err := rdb.Do(ctx, rdb.B().Get().Key(l.name).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// Delete removes the latch, so its count is zero, and reports whether it was set. Waiters re-check
+// the count when it is deleted, and return unless the latch has been set again meanwhile.
+func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, err
+	}
+	n, err := l.c.Run(ctx, deleteScript, l.keys(), []string{l.c.Publish()}).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	return n == 1, nil
+}
+
+// Await waits until the count is zero, ctx ends (its cause is returned), or the Client is closed
+// (redisync.ErrClosed). It returns at once when the count is already zero, including when the latch
+// was never set.
+func (l *Latch) Await(ctx context.Context) error {
+	_, err := l.await(ctx, -1)
+	return err
+}
+
+// TryAwait is Await with a wait bound: it reports false, with a nil error, when the count is still
+// above zero after wait. With wait 0 it checks once. ctx may end the wait earlier, with its cause as
+// the error.
+func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) (bool, error) {
+	if wait < 0 {
+		return false, core.Invalid(kind, l.name, "negative wait %v", wait)
+	}
+	return l.await(ctx, wait)
+}
+
+func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, err
+	}
+	_, err := l.c.Acquire(ctx, wait, core.Wait{
+		Channel: l.channel,
+		Weight:  1,
+		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a
+		// re-check costs one GET per waiter.
+		Policy: pubsub.WakeAll,
+		Try: func(context.Context) (bool, time.Duration, error) {
+			// A read needs no protection from cancellation: the caller's ctx bounds it.
+			n, err := l.count(ctx)
+			if err != nil && ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			return err == nil && n <= 0, 0, err
+		},
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case err == core.ErrNotAcquired:
+		return false, nil
+	}
+	return false, core.Errorf(kind, l.name, err)
+}
+
+func (l *Latch) check(ctx context.Context) error {
+	if ctx == nil {
+		return core.Invalid(kind, l.name, "nil context")
+	}
+	return nil
+}
+
+func (l *Latch) keys() []string { return []string{l.name, l.channel} }
