@@ -1,0 +1,365 @@
+// Package fairlock is a distributed reentrant lock that grants in arrival order, Redisson's fair
+// lock (RFairLock): the same keys, hash fields, queue, deadlines and messages in Redis, so Go and Java
+// processes line up in one queue on the same name.
+//
+// The owner travels in the context as for package rlock: Lock returns a ctx that carries it, the same
+// ctx (or one derived from it) may Lock again and must Unlock as many times, and that ctx ends with
+// redisync.ErrReleased after the last Unlock or redisync.ErrLost when the lock is lost.
+//
+// A waiter takes a place at the end of the queue and waits on its own channel; an unlock wakes only
+// the waiter at the head, so a handoff costs one message whatever the length of the line, and waiters
+// further back are not woken by it. Each place has a deadline in Redis: a waiter comes back at least
+// every third of a slot (see WithSlot) to push its deadline on, and a waiter that does not come back
+// (its process died) is passed over once its deadline is past. A waiter that gives up (its ctx ends,
+// its wait bound passes) leaves the queue at once and gives its slot back to those behind it.
+package fairlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+var (
+	acquireScript = lua.Load("fairlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("fairlock_release.lua")
+	leaveScript   = lua.LoadRetryable("fairlock_leave.lua")
+	forceScript   = lua.Load("fairlock_force_release.lua")
+	// The hold itself is an ordinary Redisson lock hash, renewed as package rlock renews it.
+	renewScript = lua.Load("rlock_renew.lua")
+)
+
+// latchTTL is how long a release remembers its answer, so that a release re-sent after a network
+// error does not release twice.
+const latchTTL = "10000"
+
+const kind = "fair lock"
+
+// Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
+// use; two Lock values with the same name on the same Client are the same lock.
+type Lock struct {
+	c          *core.Client
+	name       string
+	lease      time.Duration
+	slot       time.Duration
+	reentrant  bool
+	fenced     bool
+	queueKey   string
+	timeoutKey string
+	channel    string // prefix of every waiter's channel: "<channel>:<owner>"
+	tokenKey   string
+	latchKey   string
+	leaseMs    string
+	slotMs     string
+	reentryArg string
+	fenceArg   string
+}
+
+// Option configures a Lock.
+type Option func(*Lock)
+
+// WithLease gives every acquisition a fixed lease: the lock frees itself after d unless unlocked
+// before, with no renewal, and the ctx Lock returns has the lease's end as its deadline. Without it
+// (or with 0) the Client's watchdog keeps the lock while it is held and lets it expire within the
+// watchdog timeout when the process dies.
+func WithLease(d time.Duration) Option { return func(l *Lock) { l.lease = d } }
+
+// WithSlot sets the wait slot, Redisson's threadWaitTime: the time a waiter may stay away from Redis
+// before it loses its place. A waiter of this package comes back at least every third of it while it
+// waits, so a live waiter keeps its place however long the lock is held; a waiter whose process died
+// blocks the line for at most one slot once it reaches the head.
+//
+// The default is the Client's watchdog timeout (30 s unless changed), not Redisson's 5 minutes:
+// Redisson's waiters never renew their place, so its slot must cover a whole hold, and a dead waiter
+// there stalls the line for 5 minutes. Ours renew, so the slot only has to cover a stall of the
+// waiting process or of Redis, which is exactly what the watchdog timeout covers for a holder: a dead
+// process then gives up its place as soon as it would give up the lock.
+//
+// Every process that shares a lock should use the same slot, since each acquisition moves every
+// deadline behind it one slot (the acquirer's) sooner. When Java processes share the lock, set
+// Redisson's slot here (5 minutes unless configured): with a shorter one, a Java acquisition can move
+// a Go waiter's deadline into the past and cost it its place in line (never the lock's exclusion).
+func WithSlot(d time.Duration) Option { return func(l *Lock) { l.slot = d } }
+
+// NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and
+// its hold is unchanged.
+func NonReentrant() Option { return func(l *Lock) { l.reentrant = false } }
+
+// WithFencing makes every acquisition, re-entry included, take a fencing token from a counter in
+// Redis (Redisson's RFencedLock counter, shared with a package rlock lock of the same name): a number
+// that grows with each acquisition, which a store can use to reject writes from a holder that has
+// been overtaken. Read it with Token. The counter is a key without expiry, one per lock name.
+func WithFencing() Option { return func(l *Lock) { l.fenced = true } }
+
+// New returns the fair lock called name.
+func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
+	if c == nil {
+		return nil, core.Invalid(kind, name, "nil client")
+	}
+	if name == "" {
+		return nil, core.Invalid(kind, name, "empty name")
+	}
+	l := &Lock{c: (*core.Client)(c), name: name, reentrant: true}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.lease < 0 {
+		return nil, core.Invalid(kind, name, "negative lease %v", l.lease)
+	}
+	if l.lease > 0 && l.lease < time.Millisecond {
+		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", l.lease)
+	}
+	if l.slot < 0 || (l.slot > 0 && l.slot < 30*time.Millisecond) {
+		return nil, core.Invalid(kind, name, "slot %v: want 0 (default) or at least 30ms", l.slot)
+	}
+	if l.slot == 0 {
+		l.slot = l.c.Config().WatchdogTimeout
+	}
+	l.queueKey = core.Prefixed("redisson_lock_queue", name)
+	l.timeoutKey = core.Prefixed("redisson_lock_timeout", name)
+	l.channel = core.Prefixed("redisson_lock__channel", name)
+	l.tokenKey = core.Prefixed("redisson_lock_token", name)
+	l.latchKey = core.Prefixed("redisson_unlock_latch", name) + ":"
+	lease := l.lease
+	if lease == 0 {
+		lease = l.c.Config().WatchdogTimeout
+	}
+	l.leaseMs = strconv.FormatInt(lease.Milliseconds(), 10)
+	l.slotMs = strconv.FormatInt(l.slot.Milliseconds(), 10)
+	l.reentryArg, l.fenceArg = flag(l.reentrant), flag(l.fenced)
+	return l, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Name returns the lock's name, which is also its key in Redis.
+func (l *Lock) Name() string { return l.name }
+
+// Lock waits in line until it acquires the lock, ctx ends, or the Client is closed. It returns a ctx
+// that carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work
+// done under the lock so that the work stops if the lock is lost.
+//
+// When ctx ends first, the waiter leaves the queue before Lock returns. When the Client is closed,
+// nothing more is sent: the place is passed over once its slot has passed, as a dead process's is.
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
+	return l.acquire(ctx, -1)
+}
+
+// TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, and leaves the queue,
+// when the lock is not acquired within wait. With wait 0 it tries once and never joins the queue: it
+// acquires only if the lock is free and nobody waits for it. ctx may end the wait earlier; its
+// deadline is never the lock's lease.
+func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, core.Invalid(kind, l.name, "negative wait %v", wait)
+	}
+	return l.acquire(ctx, wait)
+}
+
+func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if ctx == nil {
+		return nil, core.Invalid(kind, l.name, "nil context")
+	}
+	ctx, owner := core.EnsureOwner(ctx)
+	field := l.c.Owner(owner)
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.tokenKey, l.channel}
+	args := []string{l.leaseMs, field, l.slotMs, l.reentryArg, l.fenceArg, flag(wait != 0), l.c.Publish()}
+	var token int64
+	spec := core.HoldSpec{
+		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
+		Renew: core.RenewSpec{Script: renewScript, Keys: []string{l.name}, Args: []string{field}},
+	}
+	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
+		Channel: l.channel + ":" + field,
+		Weight:  1,
+		// The channel is this owner's alone: every goroutine of the owner that waits may go.
+		Policy: pubsub.WakeAll,
+		Try: func(ctx context.Context) (bool, time.Duration, error) {
+			res, err := l.c.RunAcquire(ctx, acquireScript, keys, args).AsIntSlice()
+			if err != nil {
+				return false, 0, err
+			}
+			switch res[0] {
+			case 1:
+				token = res[2]
+				return true, 0, nil
+			case 2:
+				return false, 0, core.ErrAlreadyHeld
+			}
+			return false, time.Duration(res[1]) * time.Millisecond, nil
+		},
+		Undo: func(ctx context.Context) { l.release(ctx, field) },
+	})
+	if err != nil {
+		if wait != 0 && !errors.Is(err, core.ErrClosed) && !errors.Is(err, core.ErrAlreadyHeld) {
+			l.leave(ctx, field)
+		}
+		return nil, core.Errorf(kind, l.name, err)
+	}
+	if l.fenced {
+		held = context.WithValue(held, tokenKey{l.c, l.name}, token)
+	}
+	return held, nil
+}
+
+// leave takes field out of the queue after a wait that did not acquire. It is bounded by one slot:
+// if it cannot be sent by then, the place has been passed over anyway.
+func (l *Lock) leave(ctx context.Context, field string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.slot)
+	defer cancel()
+	l.c.Run(ctx, leaveScript, []string{l.name, l.queueKey, l.timeoutKey, l.channel},
+		[]string{field, l.slotMs, l.c.Publish()})
+}
+
+type tokenKey struct {
+	c    *core.Client
+	name string
+}
+
+// Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
+func (l *Lock) Token(ctx context.Context) (int64, bool) {
+	t, ok := ctx.Value(tokenKey{l.c, l.name}).(int64)
+	return t, ok
+}
+
+// Unlock releases one hold of ctx's owner: the lock is free when every Lock has been matched by an
+// Unlock, and then the waiter at the head of the queue is woken. It returns an error matching
+// redisync.ErrNotHeld, and changes nothing, when the owner does not hold the lock (never did, or its
+// lease ended). It releases even when ctx has been cancelled.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return core.Invalid(kind, l.name, "nil context")
+	}
+	owner, ok := core.OwnerID(ctx)
+	if !ok {
+		return core.Errorf(kind, l.name, core.ErrNotHeld)
+	}
+	field := l.c.Owner(owner)
+	err := l.c.ReleaseHold(l.name, field, func() (int64, error) {
+		return l.release(context.WithoutCancel(ctx), field)
+	})
+	if err != nil {
+		return core.Errorf(kind, l.name, err)
+	}
+	return nil
+}
+
+func (l *Lock) release(ctx context.Context, field string) (int64, error) {
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.latchKey + uuid.NewString()}
+	n, err := l.c.Run(ctx, releaseScript, keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, core.ErrNotHeld
+	}
+	return n, nil
+}
+
+// ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of the queue. It
+// reports whether the lock was held. Holders on this Client see their ctx end with redisync.ErrLost
+// at once; holders elsewhere at their next renewal. The queue is kept.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, l.name, "nil context")
+	}
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel}
+	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish()}).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	l.c.LoseHolds(l.name, fmt.Errorf("%w: forced unlock", core.ErrLost))
+	return n == 1, nil
+}
+
+// IsLocked reports whether any owner holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	rdb := l.c.RDB()
+	n, err := rdb.Do(ctx, rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	return n == 1, nil
+}
+
+// IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times ctx's owner holds the lock (0 when it does not).
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	owner, ok := core.OwnerID(ctx)
+	if !ok {
+		return 0, nil
+	}
+	rdb := l.c.RDB()
+	n, err := rdb.Do(ctx, rdb.B().Hget().Key(l.name).Field(l.c.Owner(owner)).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	return int(n), nil
+}
+
+// TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
+// when it is held without expiry (only a foreign writer can do that).
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	rdb := l.c.RDB()
+	ms, err := rdb.Do(ctx, rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	switch ms {
+	case -2:
+		return 0, nil
+	case -1:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Waiting returns how many owners are in the queue, from every client. It may count waiters that
+// died and have not been passed over yet.
+func (l *Lock) Waiting(ctx context.Context) (int, error) {
+	rdb := l.c.RDB()
+	n, err := rdb.Do(ctx, rdb.B().Llen().Key(l.queueKey).Build()).AsInt64()
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	return int(n), nil
+}
+
+// Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
+// and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	held, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	ferr := fn(held)
+	lost := context.Cause(held)
+	uerr := l.Unlock(held)
+	if errors.Is(lost, core.ErrLost) {
+		return errors.Join(ferr, lost)
+	}
+	return errors.Join(ferr, uerr)
+}

@@ -1,0 +1,101 @@
+-- Try to acquire a fair lock (Redisson's RedissonFairLock layout).
+-- KEYS[1] lock (HASH owner -> count), KEYS[2] waiter queue (LIST of owners, FIFO),
+-- KEYS[3] waiter deadlines (ZSET owner -> ms by which the waiter must come back),
+-- KEYS[4] fencing counter, KEYS[5] channel prefix: a waiter's own channel is KEYS[5]..':'..owner,
+-- which keeps the prefix's hash tag and so its slot.
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] slot ms, ARGV[4] '1' reentrant, ARGV[5] '1' fenced,
+-- ARGV[6] '1' to take a place in the queue when not acquired, ARGV[7] publish command.
+-- Returns {1, count, token} when acquired; {2} when the owner holds it already and re-entry is not
+-- allowed; {0, ms} when not acquired: try again within ms, or sooner if the owner's channel says so.
+--
+-- Beyond Redisson: a queued caller re-arms its deadline to (its position + 1) slots from now, so a
+-- live waiter never loses its place however long the holder keeps the lock; the caller is never
+-- passed over itself, since it is back; and a try that passes over dead waiters while the lock is
+-- free wakes the new head.
+local lock, queue, deadlines, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
+local me, slot = ARGV[2], tonumber(ARGV[3])
+
+local function token()
+  if ARGV[5] == '1' then
+    return redis.call('incr', KEYS[4])
+  end
+  return 0
+end
+
+if redis.call('hexists', lock, me) == 1 then
+  if ARGV[4] ~= '1' then
+    return {2}
+  end
+  local count = redis.call('hincrby', lock, me, 1)
+  redis.call('pexpire', lock, ARGV[1])
+  return {1, count, token()}
+end
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- Pass over head waiters that did not come back in time (a head without a deadline counts as late).
+local dropped = false
+while true do
+  local head = redis.call('lindex', queue, 0)
+  if not head or head == me then
+    break
+  end
+  local deadline = tonumber(redis.call('zscore', deadlines, head))
+  if deadline and deadline > now then
+    break
+  end
+  redis.call('lpop', queue)
+  redis.call('zrem', deadlines, head)
+  dropped = true
+end
+
+local head = redis.call('lindex', queue, 0)
+local pttl = redis.call('pttl', lock)
+if pttl == -2 and (not head or head == me) then
+  if head then
+    -- Everyone behind moves up one place, so their deadlines come one slot sooner.
+    redis.call('lpop', queue)
+    redis.call('zrem', deadlines, me)
+    for _, w in ipairs(redis.call('zrange', deadlines, 0, -1)) do
+      redis.call('zincrby', deadlines, -slot, w)
+    end
+  end
+  redis.call('hset', lock, me, 1)
+  redis.call('pexpire', lock, ARGV[1])
+  return {1, 1, token()}
+end
+
+if dropped and pttl == -2 then
+  redis.call(ARGV[7], prefix .. ':' .. head, '0')
+end
+
+local pos = redis.call('lpos', queue, me)
+if not pos then
+  if ARGV[6] ~= '1' then
+    return {0, pttl}
+  end
+  -- Redisson's estimate: the last waiter's deadline (or the lock's end) plus one slot; never less
+  -- than one slot per place from now.
+  local base = now + math.max(pttl, 0)
+  local last = redis.call('lindex', queue, -1)
+  if last then
+    base = tonumber(redis.call('zscore', deadlines, last)) or base
+  end
+  pos = redis.call('llen', queue)
+  redis.call('rpush', queue, me)
+  redis.call('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
+else
+  local deadline = now + (pos + 1) * slot
+  if (tonumber(redis.call('zscore', deadlines, me)) or 0) < deadline then
+    redis.call('zadd', deadlines, deadline, me)
+  end
+end
+
+-- Come back before the deadline passes: within a third of a slot, or when the holder's lease ends if
+-- this waiter is next.
+local wait = math.max(1, math.floor(slot / 3))
+if pos == 0 and pttl > 0 and pttl < wait then
+  wait = pttl
+end
+return {0, wait}
