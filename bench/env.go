@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// A deployment is the Redis a benchmark runs against: one server, or the masters of a cluster.
+type deployment struct {
+	name    string
+	cluster bool
+	addrs   []string
+	servers []*redistest.Server
+}
+
+func standalone(s *redistest.Server) *deployment {
+	return &deployment{name: "standalone", addrs: []string{s.Addr}, servers: []*redistest.Server{s}}
+}
+
+func clusterDeployment(c *redistest.Cluster) *deployment {
+	return &deployment{name: "cluster", cluster: true, addrs: c.Addrs, servers: c.Masters}
+}
+
+// serverStats sums INFO counters over the deployment's servers: every command call (script calls
+// included) and the CPU time the servers used.
+type serverStats struct {
+	calls int64
+	cpu   time.Duration
+}
+
+func (d *deployment) stats() (serverStats, error) {
+	var st serverStats
+	for _, s := range d.servers {
+		out, err := s.Do("INFO", "all")
+		if err != nil {
+			return st, err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			line = strings.TrimSpace(line)
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
+				_, v, _ := strings.Cut(rest, ":calls=")
+				v, _, _ = strings.Cut(v, ",")
+				n, _ := strconv.ParseInt(v, 10, 64)
+				st.calls += n
+			}
+			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+				if v, ok := strings.CutPrefix(line, f); ok {
+					x, _ := strconv.ParseFloat(v, 64)
+					st.cpu += time.Duration(x * float64(time.Second))
+				}
+			}
+		}
+		st.calls-- // this INFO
+	}
+	return st, nil
+}
+
+func (a serverStats) sub(b serverStats) serverStats {
+	return serverStats{calls: a.calls - b.calls, cpu: a.cpu - b.cpu}
+}
+
+// machine describes where the figures were taken.
+type machine struct {
+	CPU        string  `json:"cpu"`
+	Cores      int     `json:"cores"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	Go         string  `json:"go"`
+	Redis      string  `json:"redis"`
+	Load       string  `json:"load_avg"`
+	RTT        float64 `json:"rtt_p50_us"`
+	Start      string  `json:"start"`
+}
+
+func describe(s *redistest.Server) machine {
+	m := machine{
+		Cores:      runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Go:         runtime.Version(),
+		Load:       loadAvg(),
+		Start:      time.Now().UTC().Format(time.RFC3339),
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if out, err := s.Do("INFO", "server"); err == nil {
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				m.Redis = v
+			}
+		}
+	}
+	return m
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// roundTrip measures the p50 of a serial PING: the unit in which handoffs are judged.
+func roundTrip(d *deployment) (time.Duration, error) {
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: d.addrs, DisableCache: true})
+	if err != nil {
+		return 0, err
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	var lat []time.Duration
+	for i := 0; i < 2000; i++ {
+		t := time.Now()
+		if err := rdb.Do(ctx, rdb.B().Ping().Build()).Error(); err != nil {
+			return 0, err
+		}
+		if i >= 200 {
+			lat = append(lat, time.Since(t))
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], nil
+}
+
+func (m machine) String() string {
+	return fmt.Sprintf("machine: %s, %d cores, GOMAXPROCS %d, %s; redis %s; load average %s; round trip (PING p50) %.0f us",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Redis, m.Load, m.RTT)
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/redis/rueidis/rueidislock"
+)
+
+// run holds what every benchmark of one invocation shares.
+type run struct {
+	quick  bool
+	dep    *deployment
+	rtt    time.Duration
+	reps   int           // slices per library, interleaved A B A B
+	slice  time.Duration // length of one slice
+	broken []string      // workloads whose mutual exclusion failed
+}
+
+// section counts holders that overlap inside a critical section.
+type section struct{ in, overlaps atomic.Int64 }
+
+func (s *section) enter() {
+	if s.in.Add(1) > 1 {
+		s.overlaps.Add(1)
+	}
+}
+
+func (s *section) leave() { s.in.Add(-1) }
+
+// window measures one slice: elapsed time, commands sent by the library's clients, the servers'
+// command calls and CPU, and the process's allocations.
+type window struct {
+	d      *deployment
+	n      *atomic.Int64
+	t0, t1 time.Time
+	c0, c1 int64
+	s0, s1 serverStats
+	m0, m1 uint64
+	closed bool
+	err    error
+}
+
+func openWindow(d *deployment, n *atomic.Int64) *window {
+	w := &window{d: d, n: n}
+	w.s0, w.err = d.stats()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.m0 = ms.Mallocs
+	w.c0 = n.Load()
+	w.t0 = time.Now()
+	return w
+}
+
+// close ends the window; only the first call counts.
+func (w *window) close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.t1 = time.Now()
+	w.c1 = w.n.Load()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.m1 = ms.Mallocs
+	var err error
+	w.s1, err = w.d.stats()
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// acc accumulates one library's figures over its slices.
+type acc struct {
+	ops      int64
+	elapsed  time.Duration
+	cmds     int64
+	srv      serverStats
+	mallocs  uint64
+	lat      []time.Duration // per operation (pair, or wait for an acquisition)
+	handoff  []time.Duration
+	perOwner []int64
+	overlaps int64
+	gaveUp   int64
+}
+
+func (a *acc) add(w *window, ops int64) error {
+	w.close()
+	if w.err != nil {
+		return w.err
+	}
+	a.ops += ops
+	a.elapsed += w.t1.Sub(w.t0)
+	a.cmds += w.c1 - w.c0
+	a.srv.calls += w.s1.calls - w.s0.calls
+	a.srv.cpu += w.s1.cpu - w.s0.cpu
+	a.mallocs += w.m1 - w.m0
+	return nil
+}
+
+func (a *acc) rate() float64 { return float64(a.ops) / a.elapsed.Seconds() }
+
+func (a *acc) perOp(x int64) float64 { return float64(x) / float64(a.ops) }
+
+// interleave runs fn for each library in turn, r.reps times over (A B C A B C ...), so that the
+// drift of a shared machine's load touches every library alike.
+func (r *run) interleave(ls []*lib, fn func(rep int, l *lib) error) map[string]error {
+	failed := map[string]error{}
+	for rep := 0; rep < r.reps; rep++ {
+		for _, l := range ls {
+			if failed[l.name] != nil {
+				continue
+			}
+			if err := fn(rep, l); err != nil {
+				failed[l.name] = err
+			}
+		}
+	}
+	return failed
+}
+
+// opened is one library's clients for one benchmark.
+type opened struct {
+	lockers []locker
+	n       *atomic.Int64
+}
+
+// openAll opens k clients of every library on d; a library that cannot be opened is reported in the
+// table and left out.
+func openAll(d *deployment, ls []*lib, k int, t *table) (map[string]*opened, []*lib) {
+	out := map[string]*opened{}
+	var ok []*lib
+	for _, l := range ls {
+		o := &opened{n: new(atomic.Int64)}
+		var err error
+		for i := 0; i < k && err == nil; i++ {
+			var lk locker
+			if lk, err = l.open(d, o.n); err == nil {
+				o.lockers = append(o.lockers, lk)
+			}
+		}
+		if err != nil {
+			t.note("%s: could not connect: %v", l.name, err)
+			o.close()
+			continue
+		}
+		out[l.name] = o
+		ok = append(ok, l)
+	}
+	return out, ok
+}
+
+func (o *opened) close() {
+	for _, lk := range o.lockers {
+		lk.Close()
+	}
+}
+
+func closeAll(m map[string]*opened) {
+	for _, o := range m {
+		o.close()
+	}
+}
+
+// gaveUp reports whether a Lock error is a library giving up on a contended key (a wait bound or a
+// retry budget ran out) rather than a failure.
+func gaveUp(err error) bool {
+	var taken *redsync.ErrTaken
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redsync.ErrFailed) ||
+		errors.As(err, &taken) || errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, rueidislock.ErrNotLocked)
+}
+
+func (r *run) checkExclusion(t *table, what string, overlaps map[string]int64) {
+	var bad []string
+	for _, lib := range t.libs {
+		if n := overlaps[lib]; n > 0 {
+			bad = append(bad, fmt.Sprintf("%s %d", lib, n))
+		}
+	}
+	if len(bad) > 0 {
+		msg := fmt.Sprintf("%s %s: MUTUAL EXCLUSION BROKEN: overlapping holders: %v", t.id, what, bad)
+		r.broken = append(r.broken, msg)
+		t.note("%s", msg)
+	}
+}
