@@ -22,4 +22,8 @@ var (
 	ErrClosed = core.ErrClosed
 	// ErrInvalidArgument: bad input (empty name, negative lease or wait, nil client); nothing was sent.
 	ErrInvalidArgument = core.ErrInvalidArgument
+	// ErrNotReplicated: with WithReplicaAck, fewer replicas than required acknowledged an acquisition
+	// within the timeout. The acquisition was given back; nothing is held. A renewal that is not
+	// acknowledged does not extend the lease, so a hold whose renewals keep failing is lost.
+	ErrNotReplicated = core.ErrNotReplicated
 )

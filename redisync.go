@@ -43,6 +43,24 @@ func WithRecheckInterval(d time.Duration) Option {
 	return func(c *core.Config) { c.Recheck = d }
 }
 
+// AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
+const AllReplicas = core.AllReplicas
+
+// WithReplicaAck makes every acquisition, renewal and fencing increment wait until replicas
+// acknowledge it, so that a failover cannot hand a lock held here to a second owner (Redisson's
+// checkLockSyncedSlaves, with the failed acquisition given back instead of kept). After the script,
+// on the same connection and in the same round trip, it sends WAIT replicas timeout (and, when the
+// master writes an AOF and knows WAITAOF, WAITAOF 1 0 timeout for its own fsync).
+//
+// replicas is how many must acknowledge, or AllReplicas: wait for as many as the master has (asked
+// with INFO at most every few seconds, never per lock) and require at least one of them. When too
+// few acknowledge within timeout, the acquisition is released again and fails with an error
+// matching ErrNotReplicated; a renewal that is not acknowledged does not extend the lease. Each
+// acquisition costs up to timeout more while replicas lag.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *core.Config) { c.ReplicaAck, c.ReplicaAckTimeout = replicas, timeout }
+}
+
 // New connects to Redis with rueidis options: one address for a standalone server, several (or one
 // that answers CLUSTER SLOTS) for a cluster, or the sentinels' addresses with opt.Sentinel.MasterSet
 // for Sentinel. Close closes the connection.
@@ -77,6 +95,14 @@ func newClient(rdb rueidis.Client, owns bool, opts []Option) (*Client, error) {
 	}
 	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
 		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
+	}
+	if cfg.ReplicaAck != 0 || cfg.ReplicaAckTimeout != 0 {
+		if cfg.ReplicaAck < 1 && cfg.ReplicaAck != AllReplicas {
+			return nil, core.Invalid("client", "", "replica acknowledgement by %d replicas: want at least 1, or AllReplicas", cfg.ReplicaAck)
+		}
+		if cfg.ReplicaAckTimeout < time.Millisecond {
+			return nil, core.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
+		}
 	}
 	if cfg.Recheck < 0 {
 		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)

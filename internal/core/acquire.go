@@ -9,7 +9,8 @@ import (
 
 // Attempt is one try at acquiring. It reports success, or how long the current holder may keep the
 // object at most (its remaining lease; zero or less when unknown), which bounds the wait before the
-// next try.
+// next try. A try that acquired but must not keep it (its write was not acknowledged by the replicas:
+// see SplitReplication) reports ok together with the error; Acquire then gives it back with Undo.
 type Attempt func(ctx context.Context) (ok bool, retryIn time.Duration, err error)
 
 // Wait describes how a primitive waits for its object.
@@ -18,8 +19,9 @@ type Wait struct {
 	Weight  int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy  pubsub.Policy // how many waiters a message wakes
 	Try     Attempt
-	// Undo gives back what a successful try acquired when the caller's ctx ended while it ran. Nil
-	// when there is nothing to give back.
+	// Undo gives back what a successful try acquired when the caller's ctx ended while it ran, or
+	// when the try reported an error with its success (not acknowledged by the replicas). Nil when
+	// there is nothing to give back.
 	Undo func(ctx context.Context)
 }
 
@@ -41,11 +43,14 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := w.Try(tryCtx)
-		if ok && ctx.Err() != nil {
+		if ok && (err != nil || ctx.Err() != nil) {
 			if w.Undo != nil {
 				w.Undo(tryCtx)
 			}
-			return false, 0, start, context.Cause(ctx)
+			if err == nil {
+				err = context.Cause(ctx)
+			}
+			return false, 0, start, err
 		}
 		return ok, retryIn, start, err
 	}
@@ -122,4 +127,14 @@ func (c *Client) closedOr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// RetryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL
+// rounds down, so the waiter waits one millisecond more than reported, or it would often try just
+// before the expiry and then wait a whole recheck interval; a key without expiry (-1) is unknown.
+func RetryIn(pttl int64) time.Duration {
+	if pttl < 0 {
+		return -1
+	}
+	return time.Duration(pttl+1) * time.Millisecond
 }

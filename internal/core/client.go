@@ -29,6 +29,10 @@ type Config struct {
 	// Recheck bounds how long a waiter trusts notifications alone: after that long without news it
 	// tries again, so a lost message or a holder that set no expiry never costs more.
 	Recheck time.Duration
+	// ReplicaAck, when not 0, makes every acquiring write wait for replicas (see RunAcquire): that
+	// many replicas, or AllReplicas. ReplicaAckTimeout bounds each wait.
+	ReplicaAck        int
+	ReplicaAckTimeout time.Duration
 }
 
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
@@ -40,6 +44,7 @@ type Client struct {
 	publish  string
 	notifier *pubsub.Notifier
 	watchdog *Watchdog
+	replicas replicaCache
 
 	mu     sync.Mutex
 	holds  map[string]map[string]*hold // main key -> owner field -> hold

@@ -15,6 +15,7 @@ var (
 	ErrAlreadyHeld     = errors.New("redisync: already held by this owner (re-entry not allowed)")
 	ErrClosed          = errors.New("redisync: client closed")
 	ErrInvalidArgument = errors.New("redisync: invalid argument")
+	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
 )
 
 // Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that

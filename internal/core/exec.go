@@ -16,6 +16,14 @@ func (c *Client) Run(ctx context.Context, s *lua.Script, keys, args []string) ru
 // RunAcquire executes a script that takes or extends a hold (an acquisition, a renewal, a fencing
 // increment): every write that another owner must never be able to overtake after a failover goes
 // through here.
+//
+// With Config.ReplicaAck set, the write is followed on the same connection by a WAIT for the
+// replicas. When too few acknowledge it, the result is an error wrapping a *ReplicationError (so
+// errors.Is(err, ErrNotReplicated)) that still carries the script's reply: an acquisition must then
+// be given back (see SplitReplication), and a renewal counts as failed.
 func (c *Client) RunAcquire(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+	if c.cfg.ReplicaAck != 0 {
+		return c.runAcked(ctx, s, keys, args)
+	}
 	return s.Exec(ctx, c.rdb, keys, args)
 }

@@ -1,0 +1,192 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/lua"
+)
+
+// AllReplicas as Config.ReplicaAck waits for every replica the master has; the acquisition stands
+// when at least one of them acknowledges it (a master without replicas waits for none).
+const AllReplicas = -1
+
+// replicaInfoTTL is how long a master's replica count and AOF setting are trusted before INFO is
+// asked again: an acquisition must not cost an INFO, yet a failover or a new replica must be seen.
+const replicaInfoTTL = 5 * time.Second
+
+// ReplicationError says that an acquiring write ran but was not acknowledged by enough replicas
+// within the timeout: a failover could lose it. Reply is what the script returned; the primitive
+// that made the write must give it back (see SplitReplication and Wait.Try).
+type ReplicationError struct {
+	Acked, Want int64
+	Reply       rueidis.RedisResult
+	Err         error // the WAIT's own error, if it failed
+}
+
+func (e *ReplicationError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v: %v", ErrNotReplicated, e.Err)
+	}
+	return fmt.Sprintf("%v: %d of %d acknowledged", ErrNotReplicated, e.Acked, e.Want)
+}
+
+// Unwrap makes errors.Is(err, ErrNotReplicated) true.
+func (e *ReplicationError) Unwrap() error { return ErrNotReplicated }
+
+// SplitReplication separates the result of RunAcquire into the script's reply and the replication
+// error, if any. A Try uses it to learn whether its script acquired even though the write was not
+// acknowledged, and then reports (true, _, err) so that Acquire gives the acquisition back.
+func SplitReplication(res rueidis.RedisResult) (rueidis.RedisResult, error) {
+	var re *ReplicationError
+	if errors.As(res.Error(), &re) && re.Reply.Error() == nil {
+		return re.Reply, re
+	}
+	return res, nil
+}
+
+// replicaCache remembers, per master (per slot on a cluster), how many replicas it has and whether
+// it writes an AOF, so that INFO is asked once per replicaInfoTTL rather than once per lock.
+type replicaCache struct {
+	mu sync.Mutex
+	m  map[uint16]replicaInfo
+}
+
+type replicaInfo struct {
+	replicas int64
+	waitAOF  bool // AOF on and the server knows WAITAOF (7.2+)
+	at       time.Time
+}
+
+func (rc *replicaCache) get(ctx context.Context, rdb rueidis.Client, slot uint16, key string) (replicaInfo, error) {
+	rc.mu.Lock()
+	ri, ok := rc.m[slot]
+	rc.mu.Unlock()
+	if ok && time.Since(ri.at) < replicaInfoTTL {
+		return ri, nil
+	}
+	cmd := rdb.B().Info().Build()
+	if key != "" {
+		cmd = cmd.SetSlot(key) // the master of the key's slot on a cluster
+	}
+	text, err := rdb.Do(ctx, cmd).ToString()
+	if err != nil {
+		return replicaInfo{}, err
+	}
+	ri = parseReplicaInfo(text)
+	rc.mu.Lock()
+	if rc.m == nil {
+		rc.m = make(map[uint16]replicaInfo)
+	}
+	rc.m[slot] = ri
+	rc.mu.Unlock()
+	return ri, nil
+}
+
+// forget drops what is known of slot's master, after a WAIT that fell short (a replica gone, a
+// failover): the next acquisition asks again.
+func (rc *replicaCache) forget(slot uint16) {
+	rc.mu.Lock()
+	delete(rc.m, slot)
+	rc.mu.Unlock()
+}
+
+func parseReplicaInfo(info string) replicaInfo {
+	ri := replicaInfo{at: time.Now()}
+	var aof bool
+	var major, minor int
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "connected_slaves":
+			ri.replicas, _ = strconv.ParseInt(v, 10, 64)
+		case "aof_enabled":
+			aof = v == "1"
+		case "redis_version":
+			parts := strings.SplitN(v, ".", 3)
+			if len(parts) >= 2 {
+				major, _ = strconv.Atoi(parts[0])
+				minor, _ = strconv.Atoi(parts[1])
+			}
+		}
+	}
+	ri.waitAOF = aof && (major > 7 || major == 7 && minor >= 2)
+	return ri
+}
+
+// runAcked runs s and then, on the same connection and in the same round trip, WAIT for the
+// replicas (and WAITAOF for the master's own fsync when it writes an AOF). WAIT counts only the
+// writes of the connection it is sent on, which is why the two go in one DoMulti: rueidis sends a
+// DoMulti that contains a blocking command on one dedicated connection, in order.
+func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+	var key string
+	var slot uint16
+	if len(keys) > 0 {
+		key = keys[0]
+		if c.rdb.Mode() == rueidis.ClientModeCluster {
+			slot = Slot(key)
+		}
+	}
+	ri, err := c.replicas.get(ctx, c.rdb, slot, key)
+	if err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	want, need := int64(c.cfg.ReplicaAck), int64(c.cfg.ReplicaAck)
+	if c.cfg.ReplicaAck == AllReplicas {
+		want, need = ri.replicas, min(ri.replicas, 1)
+	}
+	timeout := max(c.cfg.ReplicaAckTimeout.Milliseconds(), 1)
+	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}
+	if want > 0 {
+		cmds = append(cmds, withSlot(c.rdb.B().Wait().Numreplicas(want).Timeout(timeout).Build(), key))
+	}
+	if ri.waitAOF {
+		cmds = append(cmds, withSlot(c.rdb.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(timeout).Build(), key))
+	}
+	if len(cmds) == 1 {
+		return s.Exec(ctx, c.rdb, keys, args)
+	}
+	res := c.rdb.DoMulti(ctx, cmds...)
+	if res[0].Error() != nil {
+		return res[0] // the script failed: it wrote nothing to acknowledge
+	}
+	fail := func(acked int64, err error) rueidis.RedisResult {
+		c.replicas.forget(slot)
+		return rueidis.NewErrorResult(&ReplicationError{Acked: acked, Want: need, Reply: res[0], Err: err})
+	}
+	i := 1
+	if want > 0 {
+		acked, err := res[i].AsInt64()
+		if err != nil || acked < need {
+			return fail(acked, err)
+		}
+		i++
+	}
+	if ri.waitAOF {
+		local, err := res[i].AsIntSlice()
+		if err == nil && (len(local) == 0 || local[0] < 1) {
+			err = errors.New("the master did not fsync its AOF in time")
+		}
+		if err != nil {
+			return fail(0, err)
+		}
+	}
+	return res[0]
+}
+
+func withSlot(cmd rueidis.Completed, key string) rueidis.Completed {
+	if key == "" {
+		return cmd
+	}
+	return cmd.SetSlot(key)
+}
