@@ -13,6 +13,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -238,6 +239,17 @@ func (n *Notifier) confirmed(names ...string) {
 	}
 }
 
+// resubscribed wakes every waiter of a channel whose subscription was renewed under it.
+func (n *Notifier) resubscribed(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c := n.chans[name]; c != nil {
+		for _, w := range c.waiters {
+			w.signal()
+		}
+	}
+}
+
 // dropped marks channels as no longer subscribed (connection lost, or unsubscribed).
 func (n *Notifier) dropped(lost bool, names ...string) {
 	n.mu.Lock()
@@ -417,13 +429,22 @@ func (n *Notifier) runSharded() {
 }
 
 func (n *Notifier) receive(ctx context.Context, name string) {
+	// rueidis resubscribes by itself when the connection is lost, without returning from Receive:
+	// a second confirmation within one Receive is the sign that messages may have been missed.
+	var confirmations atomic.Int64
 	hook := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
-		if s.Kind == "ssubscribe" {
+		if s.Kind != "ssubscribe" {
+			return
+		}
+		if confirmations.Add(1) > 1 {
+			n.resubscribed(name)
+		} else {
 			n.confirmed(name)
 		}
 	})
 	backoff := 10 * time.Millisecond
 	for {
+		confirmations.Store(0)
 		err := n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
 			n.deliver(m.Channel, m.Message)
 		})

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,3 +233,31 @@ func (s *Section) Max() int64 { return s.max.Load() }
 
 // Entries returns how many times the section was entered.
 func (s *Section) Entries() int64 { return s.entries.Load() }
+
+// DoString runs a command through a plain client and returns its reply as text: "" for nil, the
+// decimal form for integers, elements joined by "\n" for arrays.
+func DoString(t testing.TB, rdb rueidis.Client, args ...string) string {
+	t.Helper()
+	m := Do(t, rdb, args...)
+	return render(&m)
+}
+
+func render(m *rueidis.RedisMessage) string {
+	if m.IsNil() {
+		return ""
+	}
+	if n, err := m.AsInt64(); err == nil {
+		return strconv.FormatInt(n, 10)
+	}
+	if s, err := m.ToString(); err == nil {
+		return s
+	}
+	if arr, err := m.ToArray(); err == nil {
+		parts := make([]string, len(arr))
+		for i := range arr {
+			parts[i] = render(&arr[i])
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
