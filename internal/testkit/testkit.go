@@ -57,7 +57,6 @@ var shared struct {
 	cluster    *redistest.Cluster
 }
 
-
 // Standalone returns the test binary's shared standalone server.
 func Standalone(t testing.TB) *Target {
 	redistest.Require(t)
