@@ -178,7 +178,11 @@ func (l *Lock) attempt(script *lua.Script, keys, args []string) core.Attempt {
 		case 3:
 			return false, 0, ErrUpgrade
 		}
-		return false, time.Duration(res[1]) * time.Millisecond, nil
+		ms := res[1]
+		if ms == 0 {
+			ms = 1 // PTTL rounds a lease in its last millisecond down to 0, which would read as unknown
+		}
+		return false, time.Duration(ms) * time.Millisecond, nil
 	}
 }
 

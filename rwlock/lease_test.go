@@ -1,0 +1,288 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// waiting returns how many goroutines of c wait on the lock's channel.
+func waiting(c *redisync.Client, name string) int {
+	return (*core.Client)(c).Notifier().Waiting("redisson_rwlock:{" + name + "}")
+}
+
+func TestDowngradeWakesReaders(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		// The holder's watchdog TTL (30 s) and the waiters' recheck interval (1 min) are far beyond
+		// the waiters' bounds: only a notification can let them in within those bounds.
+		rw := mustNew(t, tg.Client(t), "downgrade")
+		wc := tg.Client(t, redisync.WithRecheckInterval(time.Minute))
+		others := mustNew(t, wc, "downgrade")
+
+		w, err := rw.WriteLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := rw.ReadLock().Lock(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			held context.Context
+			err  error
+		}
+		readerIn, writerIn := make(chan result, 1), make(chan result, 1)
+		go func() {
+			held, err := others.ReadLock().TryLock(ctx, 10*time.Second)
+			readerIn <- result{held, err}
+		}()
+		go func() {
+			held, err := others.WriteLock().TryLock(ctx, 20*time.Second)
+			writerIn <- result{held, err}
+		}()
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if n := waiting(wc, "downgrade"); n != 2 {
+				return errors.New("waiters not parked yet")
+			}
+			return nil
+		})
+		time.Sleep(200 * time.Millisecond) // let both subscriptions be confirmed and their second try fail
+
+		if err := rw.WriteLock().Unlock(w); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(context.Cause(w), redisync.ErrReleased) {
+			t.Fatalf("write ctx after its unlock: %v", context.Cause(w))
+		}
+		if r.Err() != nil {
+			t.Fatalf("the downgraded read ctx ended with the write unlock: %v", context.Cause(r))
+		}
+		got := <-readerIn
+		if got.err != nil {
+			t.Fatalf("waiting reader after the downgrade: %v (it should be woken, not wait for the TTL)", got.err)
+		}
+		if locked, err := rw.ReadLock().IsLocked(ctx); !locked || err != nil {
+			t.Fatalf("read IsLocked after downgrade: %v, %v", locked, err)
+		}
+		// Readers in, the writer still out.
+		if err := others.ReadLock().Unlock(got.held); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		select {
+		case res := <-writerIn:
+			t.Fatalf("writer got in while the downgraded owner reads: %v", res.err)
+		default:
+		}
+		if err := rw.ReadLock().Unlock(r); err != nil {
+			t.Fatal(err)
+		}
+		got = <-writerIn
+		if got.err != nil {
+			t.Fatalf("waiting writer after the last read unlock: %v", got.err)
+		}
+		if err := others.WriteLock().Unlock(got.held); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestCrashedReaderAgesOut(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		rdb := tg.Redis(t)
+		opt := redisync.WithWatchdogTimeout(time.Second)
+		crashed, live := tg.Client(t, opt), tg.Client(t, opt)
+		dead, err := mustNew(t, crashed, "aging").ReadLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		liveLock := mustNew(t, live, "aging")
+		alive, err := liveLock.ReadLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadKey := leaseKey("aging", owner(t, crashed, dead), 1)
+		aliveKey := leaseKey("aging", owner(t, live, alive), 1)
+		crashed.Close() // gone without unlocking
+
+		writer := mustNew(t, tg.Client(t, opt), "aging")
+		wrote := make(chan error, 1)
+		go func() {
+			held, err := writer.WriteLock().TryLock(ctx, 20*time.Second)
+			if err == nil {
+				err = writer.WriteLock().Unlock(held)
+			}
+			wrote <- err
+		}()
+
+		// The dead reader's lease ends, although the live reader keeps renewing its own.
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if num(t, rdb, "EXISTS", deadKey) != 0 {
+				return errors.New("the crashed reader's lease is still there")
+			}
+			return nil
+		})
+		time.Sleep(1500 * time.Millisecond) // one and a half watchdog timeouts more
+		if num(t, rdb, "EXISTS", aliveKey) != 1 || alive.Err() != nil {
+			t.Fatalf("the live reader lost its lease: ctx %v", context.Cause(alive))
+		}
+		select {
+		case err := <-wrote:
+			t.Fatalf("writer got in while a live reader reads: %v", err)
+		default:
+		}
+		if err := liveLock.ReadLock().Unlock(alive); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatalf("writer after the live reader left: %v", err)
+		}
+
+		// A dead reader alone: the lock itself ages out, and a writer gets in.
+		crashed2 := tg.Client(t, opt)
+		if _, err := mustNew(t, crashed2, "aging").ReadLock().Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		crashed2.Close()
+		held, err := writer.WriteLock().TryLock(ctx, 20*time.Second)
+		if err != nil {
+			t.Fatalf("writer after a lone reader crashed: %v", err)
+		}
+		if err := writer.WriteLock().Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestFixedLease(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		rdb := tg.Redis(t)
+		c := tg.Client(t)
+		rw := mustNew(t, c, "leased", rwlock.WithLease(500*time.Millisecond))
+		other := mustNew(t, tg.Client(t), "leased")
+
+		r, err := rw.ReadLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := r.Deadline(); !ok || time.Until(d) > 500*time.Millisecond {
+			t.Fatalf("read ctx deadline %v, %v; want within the lease", d, ok)
+		}
+		if ms := num(t, rdb, "PTTL", leaseKey("leased", owner(t, c, r), 1)); ms <= 0 || ms > 500 {
+			t.Fatalf("read lease key PTTL %d, want (0, 500]", ms)
+		}
+		if n := (*core.Client)(c).Renewals(); n != 0 {
+			t.Fatalf("a fixed lease is renewed (%d renewals)", n)
+		}
+		<-r.Done()
+		if !errors.Is(context.Cause(r), redisync.ErrLost) {
+			t.Fatalf("read ctx at the lease's end: %v, want ErrLost", context.Cause(r))
+		}
+		w, err := other.WriteLock().TryLock(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatalf("writer after the read lease ended: %v", err)
+		}
+		if err := rw.ReadLock().Unlock(r); !errors.Is(err, redisync.ErrNotHeld) {
+			t.Fatalf("unlock after the lease ended: %v, want ErrNotHeld", err)
+		}
+		if err := other.WriteLock().Unlock(w); err != nil {
+			t.Fatal(err)
+		}
+
+		w, err = rw.WriteLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-w.Done()
+		if !errors.Is(context.Cause(w), redisync.ErrLost) {
+			t.Fatalf("write ctx at the lease's end: %v, want ErrLost", context.Cause(w))
+		}
+		r, err = other.ReadLock().TryLock(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatalf("reader after the write lease ended: %v", err)
+		}
+		if err := rw.WriteLock().Unlock(w); !errors.Is(err, redisync.ErrNotHeld) {
+			t.Fatalf("unlock after the lease ended: %v, want ErrNotHeld", err)
+		}
+		if err := other.ReadLock().Unlock(r); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestWatchdog(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		rdb := tg.Redis(t)
+		c := tg.Client(t, redisync.WithWatchdogTimeout(time.Second))
+		cc := (*core.Client)(c)
+		rw := mustNew(t, c, "watched")
+
+		w, err := rw.WriteLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := rw.ReadLock().Lock(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := cc.Renewals(); n != 2 {
+			t.Fatalf("%d renewals, want 2 (the write hold and the read hold)", n)
+		}
+		time.Sleep(2500 * time.Millisecond) // two and a half TTLs
+		if w.Err() != nil || r.Err() != nil {
+			t.Fatalf("holds lost under the watchdog: write %v, read %v", context.Cause(w), context.Cause(r))
+		}
+		if ms := num(t, rdb, "PTTL", leaseKey("watched", owner(t, c, r), 1)); ms <= 0 {
+			t.Fatalf("read lease key PTTL %d after 2.5 TTLs", ms)
+		}
+		if err := rw.WriteLock().Unlock(w); err != nil {
+			t.Fatal(err)
+		}
+		if n := cc.Renewals(); n != 1 {
+			t.Fatalf("%d renewals after the write unlock, want 1", n)
+		}
+		if err := rw.ReadLock().Unlock(r); err != nil {
+			t.Fatal(err)
+		}
+		if n := cc.Renewals(); n != 0 {
+			t.Fatalf("%d renewals after the last unlock", n)
+		}
+		if n := num(t, rdb, "EXISTS", "watched"); n != 0 {
+			t.Fatal("lock left after the last unlock")
+		}
+
+		// A read hold whose lease key vanished (its lease ended unseen) is reported lost.
+		r, err = rw.ReadLock().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd(t, rdb, "DEL", leaseKey("watched", owner(t, c, r), 1))
+		select {
+		case <-r.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watchdog did not notice the lost read lease")
+		}
+		if !errors.Is(context.Cause(r), redisync.ErrLost) {
+			t.Fatalf("cause %v, want ErrLost", context.Cause(r))
+		}
+		if n := cc.Renewals(); n != 0 {
+			t.Fatalf("%d renewals after the hold was lost", n)
+		}
+		if err := rw.ReadLock().Unlock(r); err != nil && !errors.Is(err, redisync.ErrNotHeld) {
+			t.Fatal(err)
+		}
+		if n := num(t, rdb, "EXISTS", "watched"); n != 0 {
+			t.Fatal("lock left after unlocking a lost hold")
+		}
+	})
+}
