@@ -17,13 +17,11 @@ type holder struct {
 	release func(held context.Context) error
 }
 
-// runHeld runs argv while h is held and returns the tool's exit status: COMMAND's own, or
-// exitNotAcquired, exitLost, exitUnavailable, 126/127, 128+n for a signal that stopped the wait.
+// runHeld runs COMMAND while h is held and returns the tool's exit status: COMMAND's own, or
+// exitNotAcquired, exitLost, exitUnavailable, 126, 128+n for a signal that stopped the wait. argv is
+// COMMAND's path (see resolve), then COMMAND and its arguments.
 func runHeld(cmd *command, h holder, wait, grace time.Duration, argv []string) int {
-	path, code := resolve(argv[0], cmd.stderr, cmd.name)
-	if code >= 0 {
-		return code
-	}
+	path, argv := argv[0], argv[1:]
 	sigs := catchSignals()
 	defer sigs.stop()
 

@@ -16,7 +16,7 @@ processes that run 'redisync lock NAME' against the same Redis, one at a time ru
 The lock is Redisson's RLock (a Java service calling getLock("NAME") excludes it too).
 
 Without --lease, a watchdog renews the lock while COMMAND runs; if the tool dies (kill -9, a
-crashed machine), the lock expires within the watchdog timeout (30 s). With --lease the lock
+crashed machine), the lock expires within the watchdog timeout (--watchdog). With --lease the lock
 expires at the end of the lease whatever happens, and COMMAND is stopped if it is still running.
 
 COMMAND runs in its own process group (unless stdin is a terminal), which receives the signals.
@@ -48,8 +48,9 @@ Examples:
 // lockFlags are the flags that lock and semaphore share.
 type lockFlags struct {
 	wait  waitFlag
-	lease *time.Duration
-	grace *time.Duration
+	lease    *time.Duration
+	grace    *time.Duration
+	watchdog *time.Duration
 	conn  connFlags
 }
 
@@ -57,10 +58,12 @@ func (f *lockFlags) register(cmd *command, leaseUsage string) {
 	cmd.fs.Var(&f.wait, "wait", "give up with status 75 after `DURATION` without acquiring; 0 tries once (default: wait as long as it takes)")
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
 	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "after a lost lock, how long COMMAND has between SIGTERM and SIGKILL")
+	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL the watchdog keeps renewing (every third of it) while COMMAND runs;\nif the tool dies, others wait at most this long")
 	f.conn.register(cmd.fs)
 }
 
-// parseHeld parses "[flags] NAME -- COMMAND [ARGS...]".
+// parseHeld parses "[flags] NAME -- COMMAND [ARGS...]" and finds COMMAND, before anything is
+// acquired or even connected, so that a typo costs no lock.
 func (f *lockFlags) parseHeld(cmd *command, args []string) (name string, argv []string, code int) {
 	pos, tail, _, code := cmd.parse(args, 1)
 	if code >= 0 {
@@ -75,8 +78,14 @@ func (f *lockFlags) parseHeld(cmd *command, args []string) (name string, argv []
 		return "", nil, cmd.usageError("missing COMMAND")
 	case pos[0] == "":
 		return "", nil, cmd.usageError("empty NAME")
+	case *f.watchdog < 30*time.Millisecond:
+		return "", nil, cmd.usageError("--watchdog %v is too short: at least 30ms", *f.watchdog)
 	}
-	return pos[0], tail, -1
+	path, code := resolve(tail[0], cmd.stderr, cmd.name)
+	if code >= 0 {
+		return "", nil, code
+	}
+	return pos[0], append([]string{path}, tail...), -1
 }
 
 // cmdLock runs COMMAND under a lock.
@@ -92,7 +101,7 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	if *f.lease > 0 {
 		opts = append(opts, rlock.WithLease(*f.lease))
 	}
-	c, code := f.conn.connect(cmd)
+	c, code := f.conn.connect(cmd, redisync.WithWatchdogTimeout(*f.watchdog))
 	if code >= 0 {
 		return code
 	}

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled: the tool under test is built with the race detector too.
+const raceEnabled = true
