@@ -47,11 +47,11 @@ Examples:
 
 // lockFlags are the flags that lock and semaphore share.
 type lockFlags struct {
-	wait  waitFlag
+	wait     waitFlag
 	lease    *time.Duration
 	grace    *time.Duration
 	watchdog *time.Duration
-	conn  connFlags
+	conn     connFlags
 }
 
 func (f *lockFlags) register(cmd *command, leaseUsage string) {

@@ -213,7 +213,9 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b) }
+func slicesEqual(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
+}
 
 // TestUnreachable: no server, no lock, COMMAND never runs, status 69.
 func TestUnreachable(t *testing.T) {
