@@ -1,0 +1,141 @@
+-- The permit-expirable semaphore (Redisson's layout). KEYS[1] holds the available count (a missing
+-- key counts as 0), KEYS[2] is a ZSET of the acquired permits: member = permit id, score = absolute
+-- expiry in ms by the server's clock, or NEVER. KEYS[3] is the channel that hears the new available
+-- count.
+-- ARGV[1] operation, ARGV[2] publish command, then the operation's arguments (below).
+--
+-- Every operation first returns expired permits to the pool; when it did, and permits are available
+-- once the operation is done, it announces the count, so that waiters learn of permits that came back
+-- by expiring.
+local NEVER = 922337203685477
+local op, pub = ARGV[1], ARGV[2]
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function available()
+  local v = redis.call('get', KEYS[1])
+  if v == false then
+    return 0, false
+  end
+  local n = tonumber(v)
+  if n == nil then
+    error('semaphore count is not an integer')
+  end
+  return n, true
+end
+
+local function expiry(lease)
+  lease = tonumber(lease)
+  if lease > 0 then
+    return now + lease
+  end
+  return NEVER
+end
+
+local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
+for _, id in ipairs(expired) do
+  redis.call('zrem', KEYS[2], id)
+end
+if #expired > 0 then
+  redis.call('incrby', KEYS[1], #expired)
+end
+
+-- announce publishes n when expired permits came back and n are available.
+local function announce(n)
+  if #expired > 0 and n > 0 then
+    redis.call(pub, KEYS[3], n)
+  end
+end
+
+-- acquire: ARGV[3] lease ms (0: never expires), ARGV[4..] the new permit ids, one per permit.
+-- Returns {1} when acquired; {0, ms} when too few are available, ms being the time until the
+-- earliest expiry (0 when no permit expires); {2, total} when more permits are asked for than the
+-- semaphore has in all.
+if op == 'acquire' then
+  local n = #ARGV - 3
+  local avail, set = available()
+  if avail >= n then
+    redis.call('decrby', KEYS[1], n)
+    local score = expiry(ARGV[3])
+    for i = 4, #ARGV do
+      redis.call('zadd', KEYS[2], score, ARGV[i])
+    end
+    announce(avail - n)
+    return {1}
+  end
+  announce(avail)
+  local total = avail + redis.call('zcard', KEYS[2])
+  if set and n > total then
+    return {2, total}
+  end
+  local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+  if first[2] ~= nil and tonumber(first[2]) < NEVER then
+    return {0, tonumber(first[2]) - now}
+  end
+  return {0, 0}
+end
+
+-- release: ARGV[3..] permit ids, all or none. Returns {1, new count}, or {0, i} when the i-th id is
+-- not acquired (expired, released, or never issued) and nothing was released.
+if op == 'release' then
+  for i = 3, #ARGV do
+    if not redis.call('zscore', KEYS[2], ARGV[i]) then
+      announce(available())
+      return {0, i - 2}
+    end
+  end
+  for i = 3, #ARGV do
+    redis.call('zrem', KEYS[2], ARGV[i])
+  end
+  local n = redis.call('incrby', KEYS[1], #ARGV - 2)
+  redis.call(pub, KEYS[3], n)
+  return {1, n}
+end
+
+-- lease: ARGV[3] new lease ms from now (0: never expires), ARGV[4] permit id. Returns 1, or 0 when
+-- the permit is not acquired.
+if op == 'lease' then
+  announce(available())
+  if not redis.call('zscore', KEYS[2], ARGV[4]) then
+    return 0
+  end
+  redis.call('zadd', KEYS[2], 'xx', expiry(ARGV[3]), ARGV[4])
+  return 1
+end
+
+-- count: returns {available, acquired}.
+if op == 'count' then
+  local avail = available()
+  announce(avail)
+  return {avail, redis.call('zcard', KEYS[2])}
+end
+
+-- set: ARGV[3] total permits: the available count becomes total - acquired. Returns the new count.
+if op == 'set' then
+  local avail = available()
+  local n = tonumber(ARGV[3]) - redis.call('zcard', KEYS[2])
+  redis.call('incrby', KEYS[1], n - avail)
+  redis.call(pub, KEYS[3], n)
+  return n
+end
+
+-- tryset: ARGV[3] permits, set only if the semaphore was never set. Returns 1 when set, else 0.
+if op == 'tryset' then
+  local avail, set = available()
+  if set then
+    announce(avail)
+    return 0
+  end
+  redis.call('set', KEYS[1], ARGV[3])
+  redis.call(pub, KEYS[3], ARGV[3])
+  return 1
+end
+
+-- add: ARGV[3] permits to add (may be negative). Returns the new count.
+if op == 'add' then
+  local n = redis.call('incrby', KEYS[1], ARGV[3])
+  redis.call(pub, KEYS[3], n)
+  return n
+end
+
+return redis.error_reply('ERR unknown semaphore operation ' .. tostring(op))

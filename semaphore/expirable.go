@@ -1,0 +1,303 @@
+package semaphore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
+)
+
+var expirableScript = lua.Load("semaphore_expirable.lua")
+
+const expirableKind = "expirable semaphore"
+
+// MaxAcquire is the most permits one Acquire of an Expirable may take: every permit is a member of a
+// sorted set, all sent in one script call.
+const MaxAcquire = 1 << 16
+
+// Expirable is a distributed permit-expirable semaphore on one name (Redisson's
+// RPermitExpirableSemaphore). Every acquired permit has an id and, with WithLease, a lease: a permit
+// whose lease ends goes back to the pool by itself, so a process that dies holding permits gives them
+// back within the lease. It is cheap to create and safe for concurrent use.
+//
+// The semaphore has a number of permits in all (Permits): those available plus those acquired.
+// Expiry is checked by every operation, by the server's clock: a permit whose lease has ended counts
+// as available from then on, whoever asks.
+type Expirable struct {
+	c       *core.Client
+	name    string
+	lease   time.Duration
+	leaseMs string
+	keys    []string
+}
+
+// Option configures an Expirable.
+type Option func(*Expirable)
+
+// WithLease gives every permit that Acquire takes a lease of d: unless released or given a new lease
+// before, it returns to the pool d after it was taken. Without it (or with 0) permits never expire and
+// must be released.
+func WithLease(d time.Duration) Option { return func(e *Expirable) { e.lease = d } }
+
+// NewExpirable returns the permit-expirable semaphore called name.
+func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, error) {
+	if c == nil {
+		return nil, core.Invalid(expirableKind, name, "nil client")
+	}
+	if name == "" {
+		return nil, core.Invalid(expirableKind, name, "empty name")
+	}
+	e := &Expirable{c: (*core.Client)(c), name: name}
+	for _, o := range opts {
+		o(e)
+	}
+	ms, err := leaseMs(e.lease)
+	if err != nil {
+		return nil, core.Errorf(expirableKind, name, err)
+	}
+	e.leaseMs = ms
+	e.keys = []string{name, core.Suffixed(name, "timeout"), channel(name)}
+	return e, nil
+}
+
+// leaseMs checks a lease and turns it into the scripts' milliseconds ("0": never expires).
+func leaseMs(d time.Duration) (string, error) {
+	if d < 0 {
+		return "", fmt.Errorf("%w: negative lease %v", core.ErrInvalidArgument, d)
+	}
+	if d > 0 && d < time.Millisecond {
+		return "", fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", core.ErrInvalidArgument, d)
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10), nil
+}
+
+// Name returns the semaphore's name, which is also the key of its available count in Redis.
+func (e *Expirable) Name() string { return e.name }
+
+// Acquire takes n permits, waiting until n are available at once, ctx ends, or the Client is closed,
+// and returns their ids. While it waits it tries again when a permit is released or its lease ends.
+//
+// When the semaphore has been set and has fewer than n permits in all, it returns an error matching
+// redisync.ErrInvalidArgument instead of waiting for permits that do not exist.
+func (e *Expirable) Acquire(ctx context.Context, n int64) ([]string, error) {
+	return e.acquire(ctx, n, -1)
+}
+
+// TryAcquire is Acquire with a wait bound: it gives up with redisync.ErrNotAcquired when n permits are
+// not taken within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier.
+func (e *Expirable) TryAcquire(ctx context.Context, n int64, wait time.Duration) ([]string, error) {
+	if wait < 0 {
+		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
+	}
+	return e.acquire(ctx, n, wait)
+}
+
+func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([]string, error) {
+	if ctx == nil {
+		return nil, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	if n < 1 || n > MaxAcquire {
+		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 1 to %d", n, MaxAcquire)
+	}
+	ids := make([]string, n)
+	raw := make([]byte, 16*n)
+	rand.Read(raw)
+	for i := range ids {
+		ids[i] = string(raw[16*i : 16*(i+1)])
+	}
+	args := append([]string{"acquire", e.c.Publish(), e.leaseMs}, ids...)
+	unsure := false // a try failed without an answer from Redis: it may have acquired
+	_, err := e.c.Acquire(ctx, wait, core.Wait{
+		Channel: e.keys[2],
+		Weight:  n,
+		Policy:  wake,
+		Try: func(ctx context.Context) (bool, time.Duration, error) {
+			res, err := e.c.RunAcquire(ctx, expirableScript, e.keys, args).AsIntSlice()
+			if err != nil {
+				_, answered := rueidis.IsRedisErr(err)
+				unsure = !answered
+				return false, 0, err
+			}
+			switch res[0] {
+			case 1:
+				return true, 0, nil
+			case 2:
+				return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, n, res[1])
+			}
+			// Wait at most until the earliest lease ends; a millisecond more, so that it has.
+			return false, time.Duration(res[1]+1) * time.Millisecond, nil
+		},
+		Undo: func(ctx context.Context) { e.release(ctx, ids) },
+	})
+	if err != nil {
+		if unsure {
+			// Permit ids are unique, so giving them back is safe whether or not they were taken.
+			e.release(context.WithoutCancel(ctx), ids)
+		}
+		return nil, core.Errorf(expirableKind, e.name, err)
+	}
+	for i, id := range ids {
+		ids[i] = hex.EncodeToString([]byte(id))
+	}
+	return ids, nil
+}
+
+// Release gives back the permits with the given ids, all of them or, when one of them is not
+// acquired (its lease ended, it was released, or it never existed), none: the error then matches
+// redisync.ErrNotHeld and says which. It releases even when ctx has been cancelled.
+func (e *Expirable) Release(ctx context.Context, ids ...string) error {
+	if ctx == nil {
+		return core.Invalid(expirableKind, e.name, "nil context")
+	}
+	if len(ids) == 0 {
+		return core.Invalid(expirableKind, e.name, "no permit ids")
+	}
+	raw := make([]string, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		r, err := decodeID(id)
+		if err != nil {
+			return core.Errorf(expirableKind, e.name, err)
+		}
+		if seen[r] {
+			return core.Invalid(expirableKind, e.name, "permit %s listed twice", id)
+		}
+		seen[r] = true
+		raw[i] = r
+	}
+	bad, err := e.release(context.WithoutCancel(ctx), raw)
+	if err != nil {
+		return core.Errorf(expirableKind, e.name, err)
+	}
+	if bad > 0 {
+		return core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, ids[bad-1]))
+	}
+	return nil
+}
+
+// release runs the release of raw ids; it returns the 1-based position of an id that is not
+// acquired, or 0 when every id was released.
+func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
+	args := append([]string{"release", e.c.Publish()}, raw...)
+	res, err := e.c.Run(ctx, expirableScript, e.keys, args).AsIntSlice()
+	if err != nil {
+		return 0, err
+	}
+	if res[0] == 0 {
+		return res[1], nil
+	}
+	return 0, nil
+}
+
+// UpdateLease gives the permit id a new lease of d from now; 0 means it never expires. It returns an
+// error matching redisync.ErrNotHeld when the permit is not acquired (its lease ended already, it was
+// released, or it never existed).
+func (e *Expirable) UpdateLease(ctx context.Context, id string, d time.Duration) error {
+	if ctx == nil {
+		return core.Invalid(expirableKind, e.name, "nil context")
+	}
+	if err := e.updateLease(ctx, id, d); err != nil {
+		return core.Errorf(expirableKind, e.name, err)
+	}
+	return nil
+}
+
+func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration) error {
+	raw, err := decodeID(id)
+	if err != nil {
+		return err
+	}
+	ms, err := leaseMs(d)
+	if err != nil {
+		return err
+	}
+	ok, err := e.c.RunAcquire(ctx, expirableScript, e.keys, []string{"lease", e.c.Publish(), ms, raw}).AsBool()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id)
+	}
+	return nil
+}
+
+// decodeID turns a permit id as users see it (32 hex digits) into the 16 bytes stored in Redis.
+func decodeID(id string) (string, error) {
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != 16 {
+		return "", fmt.Errorf("%w: permit id %q: want 32 hex digits", core.ErrInvalidArgument, id)
+	}
+	return string(b), nil
+}
+
+// Available returns the number of permits available now (negative after AddPermits or SetPermits
+// removed more than were available).
+func (e *Expirable) Available(ctx context.Context) (int64, error) {
+	avail, _, err := e.count(ctx)
+	return avail, err
+}
+
+// Acquired returns the number of permits acquired and not yet released or expired.
+func (e *Expirable) Acquired(ctx context.Context) (int64, error) {
+	_, acquired, err := e.count(ctx)
+	return acquired, err
+}
+
+// Permits returns the number of permits in all: available plus acquired.
+func (e *Expirable) Permits(ctx context.Context) (int64, error) {
+	avail, acquired, err := e.count(ctx)
+	return avail + acquired, err
+}
+
+func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error) {
+	if ctx == nil {
+		return 0, 0, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	res, err := e.c.Run(ctx, expirableScript, e.keys, []string{"count", e.c.Publish()}).AsIntSlice()
+	if err != nil {
+		return 0, 0, core.Errorf(expirableKind, e.name, err)
+	}
+	return res[0], res[1], nil
+}
+
+// SetPermits makes n the number of permits in all: the available ones become n minus those acquired,
+// which may be negative until enough are released. Waiters are woken when the count allows.
+func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
+	_, err := e.adjust(ctx, "set", n, 0)
+	return err
+}
+
+// TrySetPermits sets the number of available permits to n, only if the semaphore has never been set.
+// It reports whether it set them.
+func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	ok, err := e.adjust(ctx, "tryset", n, 0)
+	return ok == 1, err
+}
+
+// AddPermits adds n permits, or removes -n when n is negative; the available count may go below zero.
+func (e *Expirable) AddPermits(ctx context.Context, n int64) error {
+	_, err := e.adjust(ctx, "add", n, -1<<63)
+	return err
+}
+
+func (e *Expirable) adjust(ctx context.Context, op string, n, least int64) (int64, error) {
+	if ctx == nil {
+		return 0, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	if n < least {
+		return 0, core.Invalid(expirableKind, e.name, "%d permits: want at least %d", n, least)
+	}
+	res, err := e.c.Run(ctx, expirableScript, e.keys, []string{op, e.c.Publish(), itoa(n)}).AsInt64()
+	if err != nil {
+		return 0, core.Errorf(expirableKind, e.name, err)
+	}
+	return res, nil
+}
