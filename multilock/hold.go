@@ -1,0 +1,186 @@
+package multilock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// sub is one acquired sub-lock: the Locker and the ctx its acquisition returned.
+type sub struct {
+	l    Locker
+	ctx  context.Context
+	lost bool // its hold ended without our release
+}
+
+// hold is one acquisition of a composite: the sub-locks it holds, and the ctx handed to the caller,
+// which ends when fewer than quorum sub-locks are still held, when the validity deadline passes, or
+// at Unlock.
+type hold struct {
+	kind, name string
+	parent     context.Context // the caller's ctx: when it ends, the hold stays until Unlock
+	cancel     context.CancelCauseFunc
+	quorum     int
+
+	mu    sync.Mutex
+	subs  []*sub // acquired and not yet released
+	live  int    // subs not lost
+	ended error  // nil while held; ErrReleased after Unlock, else why it was lost
+	stops []func() bool
+}
+
+type holdKey struct{ owner any }
+
+// newHold records subs as one hold of owner and returns the ctx for the caller. A deadline that is
+// not zero ends the hold with lost as its cause.
+func newHold(owner any, kind, name string, parent context.Context, subs []*sub, quorum int, deadline time.Time, lost error) context.Context {
+	h := &hold{kind: kind, name: name, parent: parent, quorum: quorum, subs: subs, live: len(subs)}
+	ctx, cancel := context.WithCancelCause(parent)
+	h.cancel = cancel
+	if !deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, deadline, lost)
+		h.cancel = func(cause error) { cancel(cause); stop() }
+	}
+	ctx = context.WithValue(ctx, holdKey{owner}, h)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range subs {
+		h.stops = append(h.stops, context.AfterFunc(s.ctx, func() { h.subEnded(s) }))
+	}
+	// The deadline, or a sub-lock's ctx that ended already: give the rest back at once.
+	h.stops = append(h.stops, context.AfterFunc(ctx, func() { h.lose(context.Cause(ctx)) }))
+	return ctx
+}
+
+// holdOf returns the hold of owner that ctx came from.
+func holdOf(ctx context.Context, owner any) *hold {
+	h, _ := ctx.Value(holdKey{owner}).(*hold)
+	return h
+}
+
+// subEnded is called when a sub-lock's ctx ends.
+func (h *hold) subEnded(s *sub) {
+	if h.parent.Err() != nil {
+		return // the caller's ctx ended, so did the sub-lock's: the lock stays held until Unlock
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended != nil || s.lost {
+		return
+	}
+	s.lost = true
+	h.live--
+	if h.live < h.quorum {
+		cause := context.Cause(s.ctx)
+		if !errors.Is(cause, core.ErrLost) {
+			cause = fmt.Errorf("%w: %s ended: %w", core.ErrLost, s.l.Name(), cause)
+		}
+		h.loseLocked(core.Errorf(h.kind, h.name, cause))
+	}
+}
+
+// lose ends the hold with cause unless it ended already or the caller's ctx ended.
+func (h *hold) lose(cause error) {
+	if h.parent.Err() != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended == nil {
+		h.loseLocked(cause)
+	}
+}
+
+// loseLocked ends the hold with cause and gives back the sub-locks still held, so that others need
+// not wait for the owner's Unlock to have them. A release that fails is left for Unlock to retry.
+func (h *hold) loseLocked(cause error) {
+	h.ended = cause
+	h.cancel(cause)
+	h.releaseLocked()
+}
+
+// unlock releases the hold: every sub-lock still held. It reports ErrNotHeld when the hold had already
+// ended (released, or lost: fewer than quorum sub-locks were still held). A release that fails is
+// reported and kept, so that Unlock may be called again.
+func (h *hold) unlock() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, stop := range h.stops {
+		stop()
+	}
+	ended, live := h.ended, h.live
+	if ended == nil {
+		h.ended = core.ErrReleased
+	}
+	released, notHeld, errs := h.releaseLocked()
+	switch {
+	case ended == nil:
+		h.cancel(core.ErrReleased)
+		if live-notHeld < h.quorum {
+			errs = append(errs, fmt.Errorf("%w: only %d of the %d sub-locks needed were still held", core.ErrNotHeld, live-notHeld, h.quorum))
+		}
+	case ended == core.ErrReleased:
+		if released == 0 && len(errs) == 0 {
+			errs = append(errs, core.ErrNotHeld)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%w: %w", core.ErrNotHeld, ended))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return core.Errorf(h.kind, h.name, errors.Join(errs...))
+}
+
+// releaseLocked unlocks, concurrently, every sub-lock not lost, and forgets them. It counts those
+// released and those found not held; the others failed, stay for a later Unlock, and give the errors.
+func (h *hold) releaseLocked() (released, notHeld int, errs []error) {
+	results := releaseAll(h.subs)
+	var keep []*sub
+	for i, err := range results {
+		switch {
+		case h.subs[i].lost && (err == nil || errors.Is(err, core.ErrNotHeld)):
+		case err == nil:
+			released++
+		case errors.Is(err, core.ErrNotHeld):
+			notHeld++
+		default:
+			keep = append(keep, h.subs[i])
+			errs = append(errs, err)
+		}
+	}
+	h.subs = keep
+	return released, notHeld, errs
+}
+
+// releaseAll unlocks every sub concurrently (they are usually on different servers) and returns one
+// error per sub. A lost sub is unlocked too: it answers ErrNotHeld, and its lock forgets the hold.
+func releaseAll(subs []*sub) []error {
+	errs := make([]error, len(subs))
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() { errs[i] = s.l.Unlock(s.ctx) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// giveBack releases what a failed acquisition took. A release that fails is reported with the
+// acquisition's error: that sub-lock stays held until its lease ends.
+func giveBack(subs []*sub, err error) error {
+	var errs []error
+	for i, e := range releaseAll(subs) {
+		if e != nil && !errors.Is(e, core.ErrNotHeld) {
+			errs = append(errs, fmt.Errorf("could not give back %s: %w", subs[i].l.Name(), e))
+		}
+	}
+	if len(errs) == 0 {
+		return err
+	}
+	return errors.Join(append([]error{err}, errs...)...)
+}

@@ -1,0 +1,217 @@
+// Package multilock combines exclusive locks, usually on different Redis servers, into one:
+//
+//   - MultiLock holds all of its locks or none (Redisson's RedissonMultiLock).
+//   - RedLock holds a majority of its locks, one per independent server, for a bounded validity
+//     time (the Redlock algorithm, Redisson's deprecated RedissonRedLock). Read its documentation
+//     before using it: it is not safe where correctness depends on the lock.
+//
+// Both take any Locker, such as an rlock.Lock (one per server, each on its own redisync.Client), and
+// keep no keys of their own in Redis. Ownership travels in the context as for every lock of this
+// module: Lock returns a ctx that carries the owner of every sub-lock and ends when the composite stops
+// being held (redisync.ErrReleased after Unlock, redisync.ErrLost when a sub-lock is lost, or the
+// parent's cause). A MultiLock or RedLock is itself a Locker, so composites nest.
+package multilock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// Locker is an exclusive lock that a MultiLock or RedLock combines: rlock.Lock, fairlock.Lock, and
+// MultiLock and RedLock themselves satisfy it.
+//
+// Lock and TryLock acquire for the owner that ctx carries (a fresh one if none) and return a ctx that
+// carries that owner and ends when the hold ends; TryLock gives up with an error matching
+// redisync.ErrNotAcquired when the lock is not acquired within wait, and with wait 0 tries once.
+// Unlock, given that ctx, releases that hold, and returns an error matching redisync.ErrNotHeld when
+// it was not held.
+type Locker interface {
+	Name() string
+	Lock(ctx context.Context) (context.Context, error)
+	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+// MultiLock holds all of several locks, or none. It is safe for concurrent use.
+//
+// It takes the locks in the order of their names (locks with equal names, say the same name on
+// different servers, in the order given), and never waits for one while holding another: when a lock
+// is busy it gives back what it holds, waits for that lock alone, then tries the others again without
+// waiting. So MultiLocks over the same locks, given in any order, cannot deadlock, and a sub-lock's
+// fixed lease does not run down while the others are awaited.
+//
+// Leases are those of the sub-locks: without one, each is kept by its Client's watchdog; with one
+// (rlock.WithLease), the ctx Lock returns has the earliest lease's end as its deadline. When any
+// sub-lock is lost, that ctx ends with redisync.ErrLost and the other sub-locks are given back at
+// once; Unlock then reports redisync.ErrNotHeld.
+type MultiLock struct {
+	locks []Locker
+	name  string
+}
+
+const multiKind = "multilock"
+
+// New returns a MultiLock over locks. It needs at least one lock.
+func New(locks ...Locker) (*MultiLock, error) {
+	sorted, name, err := check(multiKind, locks)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(sorted, func(a, b Locker) int { return cmp.Compare(a.Name(), b.Name()) })
+	return &MultiLock{locks: sorted, name: name}, nil
+}
+
+func check(kind string, locks []Locker) ([]Locker, string, error) {
+	names := make([]string, len(locks))
+	for i, l := range locks {
+		if l == nil {
+			return nil, "", core.Invalid(kind, "", "nil lock at %d", i)
+		}
+		names[i] = l.Name()
+	}
+	name := strings.Join(names, ",")
+	if len(locks) == 0 {
+		return nil, "", core.Invalid(kind, name, "no locks")
+	}
+	return slices.Clone(locks), name, nil
+}
+
+// Name returns the names of the sub-locks, joined by commas, as given to New.
+func (m *MultiLock) Name() string { return m.name }
+
+// Lock waits until it holds every sub-lock, ctx ends, or a sub-lock fails with an error other than
+// being busy (then everything acquired is given back). It returns a ctx that carries the owner and
+// ends when the MultiLock stops being held; pass it to Unlock.
+func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
+	return m.acquire(ctx, -1)
+}
+
+// TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, holding nothing, when
+// it has not held every sub-lock at once within wait; with wait 0 it tries each once.
+func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
+	}
+	return m.acquire(ctx, wait)
+}
+
+func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if ctx == nil {
+		return nil, core.Invalid(multiKind, m.name, "nil context")
+	}
+	ctx, _ = core.EnsureOwner(ctx)
+	var deadline time.Time
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
+	}
+	first := 0 // the lock to wait for, holding nothing
+	for {
+		var held []*sub
+		var c context.Context
+		var err error
+		if wait < 0 {
+			c, err = m.locks[first].Lock(ctx)
+		} else {
+			c, err = m.locks[first].TryLock(ctx, max(time.Until(deadline), 0))
+		}
+		if err != nil {
+			return nil, m.err(err)
+		}
+		held = append(held, &sub{l: m.locks[first], ctx: c})
+		busy := -1
+		for i, l := range m.locks {
+			if i == first {
+				continue
+			}
+			c, err := l.TryLock(ctx, 0)
+			if errors.Is(err, core.ErrNotAcquired) {
+				busy = i
+				break
+			}
+			if err != nil {
+				return nil, m.err(giveBack(held, err))
+			}
+			held = append(held, &sub{l: l, ctx: c})
+		}
+		if busy < 0 {
+			end, first := earliest(ctx, held)
+			var lost error
+			if first != nil {
+				lost = m.err(fmt.Errorf("%w: the lease of %s ended", core.ErrLost, first.Name()))
+			}
+			return newHold(m, multiKind, m.name, ctx, held, len(held), end, lost), nil
+		}
+		if err := giveBack(held, nil); err != nil {
+			return nil, m.err(err)
+		}
+		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
+			return nil, m.err(core.ErrNotAcquired)
+		}
+		first = busy
+	}
+}
+
+// earliest returns the earliest deadline among the sub-locks' contexts that comes before the
+// parent's own, and its lock: the end of the first fixed lease. Zero when there is none.
+func earliest(parent context.Context, subs []*sub) (time.Time, Locker) {
+	var first time.Time
+	var l Locker
+	for _, s := range subs {
+		d, ok := s.ctx.Deadline()
+		if !ok {
+			continue
+		}
+		if pd, ok := parent.Deadline(); ok && !d.Before(pd) {
+			continue
+		}
+		if first.IsZero() || d.Before(first) {
+			first, l = d, s.l
+		}
+	}
+	return first, l
+}
+
+// Unlock releases every sub-lock of the acquisition that ctx came from. It releases even when ctx
+// has been cancelled. It returns an error matching redisync.ErrNotHeld when ctx holds nothing of this
+// MultiLock, or when the hold had been lost (the sub-locks still held are released all the same). A
+// sub-lock whose release fails is named in the error and Unlock may be called again for it.
+func (m *MultiLock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return core.Invalid(multiKind, m.name, "nil context")
+	}
+	h := holdOf(ctx, m)
+	if h == nil {
+		return m.err(core.ErrNotHeld)
+	}
+	return h.unlock()
+}
+
+// Do runs fn while holding the MultiLock: it locks (waiting as Lock does), runs fn with the hold's
+// ctx, and unlocks. fn's ctx ends if a sub-lock is lost; Do then returns fn's error joined with the
+// cause.
+func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return do(ctx, m.Lock, m.Unlock, fn)
+}
+
+func do(ctx context.Context, lock func(context.Context) (context.Context, error), unlock func(context.Context) error, fn func(context.Context) error) error {
+	held, err := lock(ctx)
+	if err != nil {
+		return err
+	}
+	ferr := fn(held)
+	lost := context.Cause(held)
+	uerr := unlock(held)
+	if errors.Is(lost, core.ErrLost) {
+		return errors.Join(ferr, lost)
+	}
+	return errors.Join(ferr, uerr)
+}
+
+func (m *MultiLock) err(err error) error { return core.Errorf(multiKind, m.name, err) }

@@ -1,0 +1,275 @@
+package multilock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// RedLock is the Redlock algorithm over N locks, one per independent Redis server (not replicas of
+// one another, not nodes of one cluster): it holds the lock when it holds a majority, N/2+1, of them.
+// It is safe for concurrent use.
+//
+// One attempt sends a single try to every server at once, with the same owner, and waits for the
+// answers at most the instance timeout (WithInstanceTimeout), so a stalled or dead server costs that
+// much and no more. The attempt succeeds when a majority acquired and time is left: the validity time
+// is the sub-locks' lease, minus the time since the attempt began, minus an allowance for clock drift
+// of 1% of the lease plus 2 ms, all measured with the monotonic clock. The ctx Lock returns has the end
+// of the validity time as its deadline. A failed attempt gives back whatever it acquired, also on the
+// servers that answered late, and the next one starts after a random delay (WithRetryDelay) until the
+// wait bound passes.
+//
+// Give the sub-locks a fixed lease (rlock.WithLease): that is the Redlock algorithm, and the validity
+// is bounded. Sub-locks kept by their Clients' watchdogs have no fixed validity: the hold lasts until
+// fewer than a majority of them are still held.
+//
+// The hold's ctx ends with redisync.ErrLost when the validity time ends or when so many sub-locks are
+// lost that no majority is left; the rest are then given back at once.
+//
+// What it does not guarantee. Redlock's safety rests on timing assumptions that real systems break:
+// a process paused (GC, swap, a stopped VM) or a network delay longer than the validity time lets
+// two owners believe they hold the lock, and a server that restarts without having persisted the
+// lock, or whose clock jumps, can grant it a second time (Martin Kleppmann, "How to do distributed
+// locking", 2016). Nothing in Redlock lets a resource reject the late owner. Redisson has deprecated
+// its RedLock for these reasons. Use RedLock only where an occasional second owner costs efficiency,
+// not correctness. Where correctness matters, use one lock (rlock) on a replicated deployment whose
+// writes are acknowledged by the replicas, and fencing tokens (rlock.WithFencing) checked by the
+// resource, so that a stale owner's writes are refused.
+type RedLock struct {
+	locks      []Locker
+	name       string
+	quorum     int
+	timeout    time.Duration
+	retryDelay time.Duration
+}
+
+const redKind = "redlock"
+
+// Option configures a RedLock.
+type Option func(*RedLock)
+
+// WithInstanceTimeout bounds how long an attempt waits for the servers' answers (default 50 ms). A
+// server that has not answered by then counts as failed; if it acquires later, it is given back. Keep
+// it small next to the lease.
+func WithInstanceTimeout(d time.Duration) Option { return func(r *RedLock) { r.timeout = d } }
+
+// WithRetryDelay sets the pause between failed attempts: a random duration between d/2 and d (default
+// 100 ms), so that contenders that collided try again at different times.
+func WithRetryDelay(d time.Duration) Option { return func(r *RedLock) { r.retryDelay = d } }
+
+// NewRedLock returns a RedLock over locks, usually one lock of the same name per server, each on its
+// own redisync.Client.
+func NewRedLock(locks []Locker, opts ...Option) (*RedLock, error) {
+	locks, name, err := check(redKind, locks)
+	if err != nil {
+		return nil, err
+	}
+	r := &RedLock{locks: locks, name: name, quorum: len(locks)/2 + 1, timeout: 50 * time.Millisecond, retryDelay: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.timeout <= 0 {
+		return nil, core.Invalid(redKind, name, "instance timeout %v: want more than 0", r.timeout)
+	}
+	if r.retryDelay <= 0 {
+		return nil, core.Invalid(redKind, name, "retry delay %v: want more than 0", r.retryDelay)
+	}
+	return r, nil
+}
+
+// Name returns the names of the sub-locks, joined by commas.
+func (r *RedLock) Name() string { return r.name }
+
+// Quorum returns how many sub-locks the RedLock must hold: N/2+1.
+func (r *RedLock) Quorum() int { return r.quorum }
+
+// Lock tries until it holds a majority of the sub-locks with validity time left, or ctx ends. It
+// returns a ctx that carries the owner, has the end of the validity time as its deadline, and ends
+// when the RedLock stops being held; pass it to Unlock.
+func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
+	return r.acquire(ctx, -1)
+}
+
+// TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired when no attempt that
+// started within wait succeeded; with wait 0 it makes one attempt.
+func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, core.Invalid(redKind, r.name, "negative wait %v", wait)
+	}
+	return r.acquire(ctx, wait)
+}
+
+func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if ctx == nil {
+		return nil, core.Invalid(redKind, r.name, "nil context")
+	}
+	ctx, _ = core.EnsureOwner(ctx)
+	var deadline time.Time
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			return nil, r.err(context.Cause(ctx))
+		}
+		held, err := r.attempt(ctx)
+		if err == nil || !errors.Is(err, core.ErrNotAcquired) {
+			return held, err
+		}
+		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
+			return nil, err
+		}
+		delay := r.retryDelay/2 + rand.N(r.retryDelay/2+1)
+		if wait > 0 {
+			delay = min(delay, time.Until(deadline))
+		}
+		timer.Reset(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, r.err(context.Cause(ctx))
+		}
+	}
+}
+
+type answer struct {
+	l    Locker
+	ctx  context.Context
+	err  error
+	sent time.Time
+}
+
+// attempt is one round of the algorithm.
+func (r *RedLock) attempt(ctx context.Context) (context.Context, error) {
+	start := time.Now()
+	// The tries are not cancelled with ctx: one in flight may still acquire, and must be known so
+	// that it can be given back. Their ctx carries the owner and no deadline but their lease.
+	base := context.WithoutCancel(ctx)
+	answers := make(chan answer, len(r.locks))
+	for _, l := range r.locks {
+		go func() {
+			sent := time.Now()
+			c, err := l.TryLock(base, 0)
+			answers <- answer{l: l, ctx: c, err: err, sent: sent}
+		}()
+	}
+	timeout := time.NewTimer(r.timeout)
+	defer timeout.Stop()
+	var got []answer
+	var errs []error
+	pending := len(r.locks)
+collect:
+	for pending > 0 && len(errs) <= len(r.locks)-r.quorum {
+		select {
+		case a := <-answers:
+			pending--
+			if a.err == nil {
+				got = append(got, a)
+			} else {
+				errs = append(errs, a.err)
+			}
+		case <-timeout.C:
+			break collect
+		}
+	}
+	if pending > 0 {
+		// Late answers: whatever they acquired is given back as soon as they come.
+		go func() {
+			for range pending {
+				if a := <-answers; a.err == nil {
+					a.l.Unlock(a.ctx)
+				}
+			}
+		}()
+	}
+	subs := make([]*sub, len(got))
+	for i, a := range got {
+		subs[i] = &sub{l: a.l, ctx: a.ctx}
+	}
+	fail := func(err error) (context.Context, error) {
+		return nil, r.err(giveBack(subs, err))
+	}
+	for _, err := range errs {
+		if !errors.Is(err, core.ErrNotAcquired) && isFatal(err) {
+			return fail(err)
+		}
+	}
+	if ctx.Err() != nil {
+		return fail(context.Cause(ctx))
+	}
+	if len(got) < r.quorum {
+		err := fmt.Errorf("%w: %d of %d servers acquired, %d needed (%d refused or failed, %d did not answer within %v)",
+			core.ErrNotAcquired, len(got), len(r.locks), r.quorum, len(errs), pending, r.timeout)
+		for _, e := range errs {
+			if !errors.Is(e, core.ErrNotAcquired) {
+				err = fmt.Errorf("%w; %w", err, e)
+			}
+		}
+		return fail(err)
+	}
+	validUntil := r.validity(start, got)
+	if !validUntil.IsZero() && !time.Now().Before(validUntil) {
+		return fail(fmt.Errorf("%w: acquired a majority, but the validity time ran out while doing so", core.ErrNotAcquired))
+	}
+	lost := r.err(fmt.Errorf("%w: the validity time ended", core.ErrLost))
+	return newHold(r, redKind, r.name, ctx, subs, r.quorum, validUntil, lost), nil
+}
+
+// validity returns when the majority's validity ends: for each acquired lock with a fixed lease L
+// (its ctx's deadline, set by the sub-lock from when it sent its try), start + L - drift(L), of which
+// the quorum-th latest. Zero when a majority has no fixed lease (watchdog renewals keep it).
+func (r *RedLock) validity(start time.Time, got []answer) time.Time {
+	ends := make([]time.Time, 0, len(got))
+	for _, a := range got {
+		d, ok := a.ctx.Deadline()
+		if !ok {
+			continue
+		}
+		lease := d.Sub(a.sent)
+		drift := lease/100 + 2*time.Millisecond
+		ends = append(ends, start.Add(lease-drift))
+	}
+	unbounded := len(got) - len(ends)
+	if unbounded >= r.quorum {
+		return time.Time{}
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return b.Compare(a) }) // latest first
+	return ends[r.quorum-unbounded-1]
+}
+
+// isFatal reports errors that another attempt cannot cure.
+func isFatal(err error) bool {
+	return errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrAlreadyHeld) || errors.Is(err, core.ErrClosed)
+}
+
+// Unlock releases every sub-lock of the acquisition that ctx came from, on every server. It releases
+// even when ctx has been cancelled. It returns an error matching redisync.ErrNotHeld when ctx holds
+// nothing of this RedLock, or when the hold had been lost (fewer than a majority were still held; the
+// others are released all the same). A sub-lock whose release fails is named in the error, and
+// Unlock may be called again for it.
+func (r *RedLock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return core.Invalid(redKind, r.name, "nil context")
+	}
+	h := holdOf(ctx, r)
+	if h == nil {
+		return r.err(core.ErrNotHeld)
+	}
+	return h.unlock()
+}
+
+// Do runs fn while holding the RedLock: it locks (trying as Lock does), runs fn with the hold's ctx,
+// which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
+// joined with the cause.
+func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return do(ctx, r.Lock, r.Unlock, fn)
+}
+
+func (r *RedLock) err(err error) error { return core.Errorf(redKind, r.name, err) }
