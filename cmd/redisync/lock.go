@@ -6,14 +6,18 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
 )
 
 const lockHeader = `Usage: redisync lock [flags] NAME -- COMMAND [ARGS...]
 
 Runs COMMAND while holding the lock NAME in Redis, like flock(1) across machines: of all the
 processes that run 'redisync lock NAME' against the same Redis, one at a time runs its COMMAND.
-The lock is Redisson's RLock (a Java service calling getLock("NAME") excludes it too).
+The lock is Redisson's RLock (a Java service calling getLock("NAME") excludes it too); with --fair
+its fair lock, which grants in arrival order; with --read or --write a side of its read-write lock,
+where readers share and a writer is alone.
 
 Without --lease, a watchdog renews the lock while COMMAND runs; if the tool dies (kill -9, a
 crashed machine), the lock expires within the watchdog timeout (--watchdog). With --lease the lock
@@ -42,6 +46,9 @@ const lockFooter = heldExitStatus + `
 Examples:
   redisync lock nightly-report -- ./report.sh --date today
   redisync lock --wait 0 deploy -- make deploy           # exit 75 at once if a deploy runs
+  redisync lock --fair --wait 1h release-train -- ./ship.sh
+  redisync lock --read schema -- ./migrate.sh --check     # many at once, but never during...
+  redisync lock --write schema -- ./migrate.sh --apply    # ...a migration
   redisync lock --wait 10m --lease 1h --addr redis:6379 backup -- pg_dump -f dump.sql app
 `
 
@@ -57,8 +64,8 @@ type lockFlags struct {
 func (f *lockFlags) register(cmd *command, leaseUsage string) {
 	cmd.fs.Var(&f.wait, "wait", "give up with status 75 after `DURATION` without acquiring; 0 tries once (default: wait as long as it takes)")
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
-	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "after a lost lock, how long COMMAND has between SIGTERM and SIGKILL")
-	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL the watchdog keeps renewing (every third of it) while COMMAND runs;\nif the tool dies, others wait at most this long")
+	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "after a lost lock, give COMMAND `DURATION` between SIGTERM and SIGKILL")
+	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL (`DURATION`) that a watchdog renews every third of while COMMAND runs;\nif the tool dies, others wait at most this long")
 	f.conn.register(cmd.fs)
 }
 
@@ -93,31 +100,53 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("lock", lockHeader, lockFooter, stdout, stderr)
 	var f lockFlags
 	f.register(cmd, "hold the lock for at most `DURATION`, without renewal; COMMAND is stopped when it ends (default: renewed while COMMAND runs)")
+	fair := cmd.fs.Bool("fair", false, "a fair lock (Redisson's getFairLock): waiters get it in the order they came")
+	read := cmd.fs.Bool("read", false, "the read side of the read-write lock NAME (Redisson's getReadWriteLock): readers share it")
+	write := cmd.fs.Bool("write", false, "the write side of the read-write lock NAME: one writer, and no reader")
 	name, argv, code := f.parseHeld(cmd, args)
 	if code >= 0 {
 		return code
 	}
-	var opts []rlock.Option
-	if *f.lease > 0 {
-		opts = append(opts, rlock.WithLease(*f.lease))
+	switch {
+	case *read && *write:
+		return cmd.usageError("--read and --write exclude each other")
+	case *fair && (*read || *write):
+		return cmd.usageError("--fair does not go with --read or --write: the read-write lock is not fair")
 	}
 	c, code := f.conn.connect(cmd, redisync.WithWatchdogTimeout(*f.watchdog))
 	if code >= 0 {
 		return code
 	}
 	defer c.Close()
-	h, err := lockHolder(c, name, opts)
+	var l locker
+	var err error
+	switch {
+	case *fair:
+		l, err = fairlock.New(c, name, fairlock.WithLease(*f.lease))
+	case *read || *write:
+		var rw *rwlock.RWLock
+		if rw, err = rwlock.New(c, name, rwlock.WithLease(*f.lease)); err == nil {
+			if l = rw.WriteLock(); *read {
+				l = rw.ReadLock()
+			}
+		}
+	default:
+		l, err = rlock.New(c, name, rlock.WithLease(*f.lease))
+	}
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
-	return runHeld(cmd, h, f.wait.bound(), *f.grace, argv)
+	return runHeld(cmd, lockHolder(l), f.wait.bound(), *f.grace, argv)
 }
 
-func lockHolder(c *redisync.Client, name string, opts []rlock.Option) (holder, error) {
-	l, err := rlock.New(c, name, opts...)
-	if err != nil {
-		return holder{}, err
-	}
+// locker is what rlock, fairlock and both sides of rwlock have in common.
+type locker interface {
+	Lock(ctx context.Context) (context.Context, error)
+	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+func lockHolder(l locker) holder {
 	return holder{
 		what: "lock",
 		acquire: func(ctx context.Context, wait time.Duration) (context.Context, error) {
@@ -127,5 +156,5 @@ func lockHolder(c *redisync.Client, name string, opts []rlock.Option) (holder, e
 			return l.TryLock(ctx, wait)
 		},
 		release: l.Unlock,
-	}, nil
+	}
 }

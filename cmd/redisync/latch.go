@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/redisync/redisync/countdown"
+)
+
+const latchHeader = `Usage: redisync latch [flags] NAME set N | countdown | count | await [--wait DURATION]
+
+A countdown latch (Redisson's getCountDownLatch): processes wait until others have counted it down
+to zero. A latch that was never set, or reached zero, has count 0 and lets every await through.
+
+  set N       arm the latch with count N, if its count is 0; exit 1 if it is still counting down
+  countdown   lower the count by one; at zero, every waiter on every machine goes on
+  count       print the count
+  await       wait until the count is 0; with --wait, exit 75 if it is not 0 by then
+`
+
+const latchFooter = `
+Exit status: 0; 1 when set finds the latch still counting down; 75 when await's --wait passes;
+64 for bad arguments; 69 when Redis is unreachable or failing.
+
+Examples:
+  redisync latch shards-ready set 8
+  redisync latch shards-ready countdown                     # in each of 8 jobs, when its shard is ready
+  redisync latch shards-ready await --wait 30m && ./merge.sh
+`
+
+// cmdLatch sets, counts down, reads or awaits a countdown latch.
+func cmdLatch(args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand("latch", latchHeader, latchFooter, stdout, stderr)
+	var wait waitFlag
+	cmd.fs.Var(&wait, "wait", "await: give up with status 75 after `DURATION` (default: wait as long as it takes)")
+	var conn connFlags
+	conn.register(cmd.fs)
+	pos, _, _, code := cmd.parse(args, 0)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) < 2 {
+		return cmd.usageError("want NAME and one of set N, countdown, count, await")
+	}
+	name, verb, rest := pos[0], pos[1], pos[2:]
+	var n int64
+	switch {
+	case verb == "set" && len(rest) == 1:
+		var err error
+		if n, err = strconv.ParseInt(rest[0], 10, 64); err != nil || n < 1 {
+			return cmd.usageError("set: N must be a whole number of at least 1, not %q", rest[0])
+		}
+	case verb == "set":
+		return cmd.usageError("set takes one count N")
+	case verb != "countdown" && verb != "count" && verb != "await":
+		return cmd.usageError("unknown latch operation %q", verb)
+	case len(rest) > 0:
+		return cmd.usageError("%s takes no argument, got %q", verb, rest[0])
+	}
+	if wait.set && verb != "await" {
+		return cmd.usageError("--wait goes with await only")
+	}
+	if name == "" {
+		return cmd.usageError("empty NAME")
+	}
+
+	c, code := conn.connect(cmd)
+	if code >= 0 {
+		return code
+	}
+	defer c.Close()
+	l, err := countdown.New(c, name)
+	if err != nil {
+		return cmd.usageError("%v", err)
+	}
+	ctx := context.Background()
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "redisync latch: %v\n", err)
+		return exitUnavailable
+	}
+	switch verb {
+	case "set":
+		ok, err := l.TrySetCount(ctx, n)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			count, _ := l.Count(ctx)
+			fmt.Fprintf(stderr, "redisync latch: %q is still counting down (count %d); not set\n", name, count)
+			return exitFailure
+		}
+	case "countdown":
+		if err := l.CountDown(ctx); err != nil {
+			return fail(err)
+		}
+	case "count":
+		count, err := l.Count(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintln(stdout, count)
+	case "await":
+		if !wait.set {
+			err = l.Await(ctx)
+		} else {
+			var open bool
+			if open, err = l.TryAwait(ctx, wait.d); err == nil && !open {
+				count, _ := l.Count(ctx)
+				fmt.Fprintf(stderr, "redisync latch: %q still at count %d after %v\n", name, count, wait.d)
+				return exitNotAcquired
+			}
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fail(err)
+		}
+	}
+	return exitOK
+}
