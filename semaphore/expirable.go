@@ -30,7 +30,10 @@ const MaxAcquire = 1 << 16
 //
 // The semaphore has a number of permits in all (Permits): those available plus those acquired.
 // Expiry is checked by every operation, by the server's clock: a permit whose lease has ended counts
-// as available from then on, whoever asks.
+// as available from then on, whoever asks, and the operation that finds it announces it to waiters.
+// A waiter tries again when permits are released, and when the earliest lease it was told of ends; a
+// shorter lease taken after it parked is seen at the Client's recheck interval at the latest
+// (redisync.WithRecheckInterval).
 type Expirable struct {
 	c       *core.Client
 	name    string
@@ -271,29 +274,36 @@ func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error
 // SetPermits makes n the number of permits in all: the available ones become n minus those acquired,
 // which may be negative until enough are released. Waiters are woken when the count allows.
 func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
-	_, err := e.adjust(ctx, "set", n, 0)
+	if n < 0 {
+		return core.Invalid(expirableKind, e.name, "negative permits %d", n)
+	}
+	_, err := e.adjust(ctx, "set", n)
 	return err
 }
 
 // TrySetPermits sets the number of available permits to n, only if the semaphore has never been set.
 // It reports whether it set them.
 func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	ok, err := e.adjust(ctx, "tryset", n, 0)
+	if n < 0 {
+		return false, core.Invalid(expirableKind, e.name, "negative permits %d", n)
+	}
+	ok, err := e.adjust(ctx, "tryset", n)
 	return ok == 1, err
 }
 
 // AddPermits adds n permits, or removes -n when n is negative; the available count may go below zero.
+// n == 0 is refused: it would only create the key, which makes TrySetPermits fail.
 func (e *Expirable) AddPermits(ctx context.Context, n int64) error {
-	_, err := e.adjust(ctx, "add", n, -1<<63)
+	if n == 0 {
+		return core.Invalid(expirableKind, e.name, "adding 0 permits")
+	}
+	_, err := e.adjust(ctx, "add", n)
 	return err
 }
 
-func (e *Expirable) adjust(ctx context.Context, op string, n, least int64) (int64, error) {
+func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, error) {
 	if ctx == nil {
 		return 0, core.Invalid(expirableKind, e.name, "nil context")
-	}
-	if n < least {
-		return 0, core.Invalid(expirableKind, e.name, "%d permits: want at least %d", n, least)
 	}
 	res, err := e.c.Run(ctx, expirableScript, e.keys, []string{op, e.c.Publish(), itoa(n)}).AsInt64()
 	if err != nil {

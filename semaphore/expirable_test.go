@@ -482,6 +482,7 @@ func TestExpirableBadInput(t *testing.T) {
 			"nil ctx Release":       e.Release(nilCtx, id),
 			"nil ctx Permits":       must(e.Permits(nilCtx)),
 			"nil ctx AddPermits":    e.AddPermits(nilCtx, 1),
+			"AddPermits(0)":         e.AddPermits(ctx, 0),
 			"nil ctx UpdateLease":   e.UpdateLease(nilCtx, id, 0),
 		} {
 			if !errors.Is(err, redisync.ErrInvalidArgument) {

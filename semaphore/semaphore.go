@@ -78,15 +78,23 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 }
 
 // AddPermits adds n permits, or removes -n when n is negative; the count may go below zero, and
-// acquirers then wait until enough are released. Waiters are woken when the count allows.
+// acquirers then wait until enough are released. Waiters are woken when the count allows. n == 0 is
+// refused: it would only create the key, which makes TrySetPermits fail.
 func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if ctx == nil {
 		return core.Invalid(kind, s.name, "nil context")
+	}
+	if n == 0 {
+		return core.Invalid(kind, s.name, "adding 0 permits")
 	}
 	return s.add(ctx, n)
 }
 
 // Acquire takes n permits, waiting until n are available at once, ctx ends, or the Client is closed.
+//
+// An error never means the permits were taken, with one exception that no client can rule out: when
+// the connection fails while the acquiring script runs, the error is the connection's, and the script
+// may have taken the permits on the server. Nobody then holds them; AddPermits can put them back.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return s.acquire(ctx, n, -1)
 }

@@ -420,6 +420,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 			"nil ctx Available":   must(s.Available(nilCtx)),
 			"nil ctx Drain":       must(s.Drain(nilCtx)),
 			"nil ctx AddPermits":  s.AddPermits(nilCtx, 1),
+			"AddPermits(0)":       s.AddPermits(ctx, 0),
 		} {
 			if !errors.Is(err, redisync.ErrInvalidArgument) {
 				t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
