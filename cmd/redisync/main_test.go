@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -207,14 +208,10 @@ func TestParse(t *testing.T) {
 		var w waitFlag
 		cmd.fs.Var(&w, "wait", "")
 		pos, tail, dd, code := cmd.parse(tc.args, 1)
-		if code >= 0 || !slicesEqual(pos, tc.pos) || !slicesEqual(tail, tc.tail) || w.String() != tc.wantWait || dd != tc.hasDashDsh {
+		if code >= 0 || !slices.Equal(pos, tc.pos) || !slices.Equal(tail, tc.tail) || w.String() != tc.wantWait || dd != tc.hasDashDsh {
 			t.Errorf("parse %q = %q %q %v (wait %q, code %d), want %q %q %v (wait %q)", tc.args, pos, tail, dd, w.String(), code, tc.pos, tc.tail, tc.hasDashDsh, tc.wantWait)
 		}
 	}
-}
-
-func slicesEqual(a, b []string) bool {
-	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
 }
 
 // TestUnreachable: no server, no lock, COMMAND never runs, status 69.
