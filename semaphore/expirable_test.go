@@ -539,3 +539,31 @@ func TestExpirableBadInput(t *testing.T) {
 		}
 	})
 }
+
+// When the answer to an acquisition is lost, the permits it may have taken are given back: the ids
+// are the caller's, so releasing them is safe whether or not they were taken.
+func TestExpirableLostAnswerGivesBack(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		name := unique("expirable-lost")
+		sha := scriptSHA(t, "semaphore_expirable.lua")
+		c, spy := spied(t, tg, func(args []string) bool {
+			return args[1] == sha && len(args) > 6 && args[6] == "acquire"
+		})
+		e := newExpirable(t, c, name)
+		if err := e.SetPermits(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		spy.lose.Store(true)
+		ids, err := e.Acquire(ctx, 2)
+		if err == nil || errors.Is(err, redisync.ErrNotAcquired) {
+			t.Fatalf("Acquire whose answer was lost: %q, %v; want the connection's error", ids, err)
+		}
+		if spy.calls.Load() != 1 {
+			t.Fatalf("%d tries, want 1", spy.calls.Load())
+		}
+		if got := counts(t, e); got != [3]int64{2, 0, 2} {
+			t.Fatalf("available, acquired, permits = %v, want [2 0 2]", got)
+		}
+	})
+}

@@ -44,6 +44,9 @@ type spy struct {
 	rueidis.Client
 	match func(args []string) bool
 	calls atomic.Int64
+	// lose makes matching calls run on the server but answer with a connection error, as when the
+	// connection breaks after the command was sent.
+	lose atomic.Bool
 
 	mu    sync.Mutex
 	after func()
@@ -60,6 +63,11 @@ func (s *spy) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
 		s.mu.Unlock()
 		if after != nil {
 			after()
+		}
+		if s.lose.Load() {
+			gone, cancel := context.WithCancel(context.Background())
+			cancel()
+			res = s.Client.Do(gone, s.Client.B().Ping().Build())
 		}
 	}
 	return res
