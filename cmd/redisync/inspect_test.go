@@ -98,7 +98,11 @@ func TestInspectFairLock(t *testing.T) {
 		rdb := tg.Redis(t)
 		name := "inspect-fair"
 		queue, timeout := "redisson_lock_queue:{"+name+"}", "redisson_lock_timeout:{"+name+"}"
-		t.Cleanup(func() { testkit.Do(t, rdb, "DEL", name); testkit.Do(t, rdb, "DEL", queue); testkit.Do(t, rdb, "DEL", timeout) })
+		t.Cleanup(func() {
+			testkit.Do(t, rdb, "DEL", name)
+			testkit.Do(t, rdb, "DEL", queue)
+			testkit.Do(t, rdb, "DEL", timeout)
+		})
 		now := time.Now().UnixMilli()
 		testkit.Do(t, rdb, "HSET", name, "java-uuid:1", "1")
 		testkit.Do(t, rdb, "PEXPIRE", name, "30000")
