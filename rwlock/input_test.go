@@ -71,3 +71,48 @@ func TestServerErrors(t *testing.T) {
 		cmd(t, rdb, "DEL", "not-a-hash")
 	})
 }
+
+func TestDowngradedReadFollowsWriteParent(t *testing.T) {
+	_, c := testkit.Mini(t)
+	rw := mustNew(t, c, "parent")
+	parent, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	w, err := rw.WriteLock().Lock(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.ReadLock().Lock(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A ctx with a cancellation of its own on top of the write ctx is used as it is.
+	sub, stop := context.WithCancel(w)
+	defer stop()
+	nested, err := rw.ReadLock().Lock(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.WriteLock().Unlock(w); err != nil {
+		t.Fatal(err)
+	}
+	if r.Err() != nil {
+		t.Fatalf("downgraded read ctx ended with the write unlock: %v", context.Cause(r))
+	}
+	if !errors.Is(context.Cause(nested), redisync.ErrReleased) {
+		t.Fatalf("read ctx derived from a cancellable child of the write ctx: %v", context.Cause(nested))
+	}
+	stopped := errors.New("request over")
+	cancel(stopped)
+	<-r.Done()
+	if !errors.Is(context.Cause(r), stopped) {
+		t.Fatalf("downgraded read ctx after the write lock's parent ended: %v", context.Cause(r))
+	}
+	if n, err := rw.ReadLock().HoldCount(context.WithoutCancel(nested)); n != 2 || err != nil {
+		t.Fatalf("read holds %d, %v; want 2", n, err)
+	}
+	for _, held := range []context.Context{nested, r} {
+		if err := rw.ReadLock().Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -62,6 +62,14 @@ func (l *Lock) kind() string {
 	return "read lock"
 }
 
+// mode is the value of the hash's 'mode' field while this side is held.
+func (l *Lock) mode() string {
+	if l.writer {
+		return "write"
+	}
+	return "read"
+}
+
 // Name returns the lock's name, which is also its key in Redis.
 func (l *Lock) Name() string { return l.name }
 
@@ -125,7 +133,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	link(held)
 	if err != nil {
 		if l.writer && l.intentMs != "0" && wait != 0 {
-			// A writer that gives up must stop keeping readers out at once.
+			// A writer that gives up must stop keeping readers out at once. Should this fail too,
+			// the announcement lapses by itself.
 			keys := []string{l.writersKey, l.channel}
 			l.c.Run(context.WithoutCancel(ctx), withdrawScript, keys, []string{field, l.c.Publish()})
 		}
@@ -272,12 +281,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(l.kind(), l.name, "nil context")
 	}
-	mode := "read"
-	if l.writer {
-		mode = "write"
-	}
 	keys := []string{l.name, l.channel, l.leasePrefix}
-	n, err := l.c.Run(ctx, forceScript, keys, []string{mode, l.c.Publish()}).AsInt64()
+	n, err := l.c.Run(ctx, forceScript, keys, []string{l.mode(), l.c.Publish()}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(l.kind(), l.name, err)
 	}
@@ -300,7 +305,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, core.Errorf(l.kind(), l.name, err)
 	}
-	return mode == "write" == l.writer, nil
+	return mode == l.mode(), nil
 }
 
 // IsHeld reports whether ctx's owner holds this side (Redisson's isHeldByCurrentThread).
