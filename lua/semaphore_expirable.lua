@@ -32,17 +32,15 @@ local function expiry(lease)
   return NEVER
 end
 
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
-for _, id in ipairs(expired) do
-  redis.call('zrem', KEYS[2], id)
-end
-if #expired > 0 then
-  redis.call('incrby', KEYS[1], #expired)
+available() -- a count that is not an integer fails here, before anything is written
+local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+if expired > 0 then
+  redis.call('incrby', KEYS[1], expired)
 end
 
 -- announce publishes n when expired permits came back and n are available.
 local function announce(n)
-  if #expired > 0 and n > 0 then
+  if expired > 0 and n > 0 then
     redis.call(pub, KEYS[3], n)
   end
 end
