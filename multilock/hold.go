@@ -23,6 +23,7 @@ type sub struct {
 type hold struct {
 	kind, name string
 	parent     context.Context // the caller's ctx: when it ends, the hold stays until Unlock
+	ctx        context.Context // the hold's ctx, handed to the caller
 	cancel     context.CancelCauseFunc
 	quorum     int
 
@@ -47,6 +48,7 @@ func newHold(owner any, kind, name string, parent context.Context, subs []*sub, 
 		h.cancel = func(cause error) { cancel(cause); stop() }
 	}
 	ctx = context.WithValue(ctx, holdKey{owner}, h)
+	h.ctx = ctx
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, s := range subs {
@@ -114,7 +116,10 @@ func (h *hold) unlock() error {
 		stop()
 	}
 	ended, live := h.ended, h.live
-	if ended == nil {
+	if ended == nil && h.ctx.Err() != nil && h.parent.Err() == nil {
+		ended = context.Cause(h.ctx) // the validity ended, and lose has not run yet
+	}
+	if h.ended == nil {
 		h.ended = core.ErrReleased
 	}
 	released, notHeld, errs := h.releaseLocked()

@@ -166,7 +166,9 @@ func (r *RedLock) attempt(ctx context.Context) (context.Context, error) {
 	var errs []error
 	pending := len(r.locks)
 collect:
-	for pending > 0 && len(errs) <= len(r.locks)-r.quorum {
+	// Even when the outcome is clear, answers that come within the timeout are awaited, so that what
+	// they acquired is given back before the attempt returns.
+	for pending > 0 {
 		select {
 		case a := <-answers:
 			pending--

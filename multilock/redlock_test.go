@@ -1,0 +1,302 @@
+package multilock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rlock"
+)
+
+func newRed(t *testing.T, ls []Locker, opts ...Option) *RedLock {
+	t.Helper()
+	r, err := NewRedLock(ls, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// pause stops servers (SIGSTOP) until the end of the test or until the returned func is called.
+func pause(t *testing.T, servers ...*redistest.Server) (resume func()) {
+	t.Helper()
+	for _, s := range servers {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			for _, s := range servers {
+				s.Resume()
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
+}
+
+func TestRedLockWithStoppedServers(t *testing.T) {
+	servers := startN(t, 5)
+	const lease = 5 * time.Second
+	const name = "rl-stopped"
+	r := newRed(t, locks(t, servers, same(name, 5), rlock.WithLease(lease)), WithInstanceTimeout(200*time.Millisecond))
+	if r.Quorum() != 3 {
+		t.Fatalf("quorum %d, want 3", r.Quorum())
+	}
+	ctx := context.Background()
+
+	// Two of five stopped: a majority is left.
+	resume := pause(t, servers[3], servers[4])
+	start := time.Now()
+	held, err := r.TryLock(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatalf("with 2 of 5 servers stopped: %v", err)
+	}
+	acquired := time.Now()
+	end, ok := held.Deadline()
+	if !ok {
+		t.Fatal("no validity deadline on the hold's ctx")
+	}
+	validity := end.Sub(acquired)
+	t.Logf("acquired in %v; validity %v of a %v lease", acquired.Sub(start), validity, lease)
+	if validity <= 0 || validity >= lease-lease/100 {
+		t.Fatalf("validity %v: want above 0 and below the lease minus drift (%v)", validity, lease-lease/100)
+	}
+	if validity > lease-acquired.Sub(start)+10*time.Millisecond {
+		t.Fatalf("validity %v does not discount the %v spent acquiring", validity, acquired.Sub(start))
+	}
+	for _, s := range servers[:3] {
+		if !exists(t, s, name) {
+			t.Fatalf("no lock on live server %s", s.Addr)
+		}
+	}
+	if err := r.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	requireNoKeys(t, servers[:3], name)
+	resume()
+	// Nothing is left on the woken servers (the late tries failed at the client's timeout).
+	testkit.Eventually(t, 5*time.Second, func() error {
+		for _, s := range servers[3:] {
+			if exists(t, s, name) {
+				return errors.New("late acquisition on a woken server not given back")
+			}
+		}
+		return nil
+	})
+
+	// Three of five stopped: no majority; it fails fast and leaves nothing on the live two.
+	pause(t, servers[2], servers[3], servers[4])
+	start = time.Now()
+	if _, err := r.TryLock(ctx, 0); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("with 3 of 5 servers stopped: %v, want ErrNotAcquired", err)
+	} else {
+		t.Logf("failed in %v: %v", time.Since(start), err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("failing took %v: the instance timeout is 200ms", d)
+	}
+	requireNoKeys(t, servers[:2], name)
+	start = time.Now()
+	if _, err := r.TryLock(ctx, 700*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryLock(700ms) with 3 of 5 servers stopped: %v, want ErrNotAcquired", err)
+	}
+	if d := time.Since(start); d < 700*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("TryLock(700ms) gave up after %v", d)
+	}
+	requireNoKeys(t, servers[:2], name)
+}
+
+func TestRedLockMutualExclusion(t *testing.T) {
+	servers := startN(t, 5)
+	const clients, rounds = 8, 5
+	ctx := timeout(t, 60*time.Second)
+	var sec testkit.Section
+	var wg sync.WaitGroup
+	for range clients {
+		// One process: a Client per server.
+		r := newRed(t, locks(t, servers, same("rl-mutex", 5), rlock.WithLease(10*time.Second)),
+			WithInstanceTimeout(time.Second), WithRetryDelay(20*time.Millisecond))
+		wg.Go(func() {
+			for range rounds {
+				held, err := r.Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				sec.Enter()
+				time.Sleep(time.Millisecond)
+				sec.Leave()
+				if err := r.Unlock(held); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d entries, at most %d inside at once", sec.Entries(), sec.Max())
+	if sec.Max() != 1 || sec.Entries() != clients*rounds {
+		t.Fatalf("max %d inside, %d entries; want 1 and %d", sec.Max(), sec.Entries(), clients*rounds)
+	}
+	requireNoKeys(t, servers, "rl-mutex")
+}
+
+func TestRedLockRefusedByMajorityHeldElsewhere(t *testing.T) {
+	servers := startN(t, 3)
+	const name = "rl-busy"
+	ctx := context.Background()
+	// Another owner holds the lock on two of three servers.
+	other := locks(t, servers[:2], same(name, 2))
+	var otherHeld []context.Context
+	for _, l := range other {
+		h, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherHeld = append(otherHeld, h)
+	}
+	r := newRed(t, locks(t, servers, same(name, 3)), WithInstanceTimeout(time.Second))
+	if _, err := r.TryLock(ctx, 300*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryLock against a majority held elsewhere: %v", err)
+	}
+	// Ours was given back on the third server; theirs is untouched.
+	requireNoKeys(t, servers[2:], name)
+	for i, l := range other {
+		if ok, _ := l.(*rlock.Lock).IsHeld(otherHeld[i]); !ok {
+			t.Fatal("the other owner's lock was disturbed")
+		}
+		l.Unlock(otherHeld[i])
+	}
+	held, err := r.TryLock(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := held.Deadline(); ok {
+		t.Fatal("sub-locks kept by the watchdog, yet the hold has a deadline")
+	}
+	r.Unlock(held)
+}
+
+func TestRedLockValidityEnds(t *testing.T) {
+	servers := startN(t, 3)
+	const lease = 500 * time.Millisecond
+	r := newRed(t, locks(t, servers, same("rl-valid", 3), rlock.WithLease(lease)), WithInstanceTimeout(time.Second))
+	start := time.Now()
+	held, err := r.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-held.Done()
+	if d := time.Since(start); d > lease {
+		t.Fatalf("hold's ctx ended %v after the start, after the %v lease", d, lease)
+	}
+	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
+		t.Fatalf("cause %v, want ErrLost", cause)
+	}
+	if err := r.Unlock(held); !errors.Is(err, redisync.ErrNotHeld) {
+		t.Fatalf("Unlock after the validity ended: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestRedLockLostWithMajority(t *testing.T) {
+	servers := startN(t, 3)
+	const name = "rl-lost"
+	// Kept by the watchdogs (timeout 1 s): a lost lock is noticed within a third of a second.
+	r := newRed(t, locks(t, servers, same(name, 3)), WithInstanceTimeout(time.Second))
+	held, err := r.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[0].Do("DEL", name)
+	select {
+	case <-held.Done():
+		t.Fatalf("one of three lost ended the hold: %v", context.Cause(held))
+	case <-time.After(time.Second):
+	}
+	servers[1].Do("DEL", name)
+	select {
+	case <-held.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("two of three lost, and the hold's ctx is still alive")
+	}
+	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
+		t.Fatalf("cause %v, want ErrLost", cause)
+	}
+	testkit.Eventually(t, 2*time.Second, func() error {
+		if exists(t, servers[2], name) {
+			return errors.New("the remaining sub-lock was not given back")
+		}
+		return nil
+	})
+	if err := r.Unlock(held); !errors.Is(err, redisync.ErrNotHeld) {
+		t.Fatalf("Unlock after loss: %v, want ErrNotHeld", err)
+	}
+}
+
+// A server that answers after the instance timeout but does acquire: the late acquisition is given
+// back, while the hold goes on with the majority.
+func TestRedLockGivesBackLateAcquisition(t *testing.T) {
+	servers := startN(t, 3)
+	const name = "rl-late"
+	late := servers[2]
+	if _, err := late.Do("CONFIG", "SET", "notify-keyspace-events", "Kgh"); err != nil {
+		t.Fatal(err)
+	}
+	rdb := (&testkit.Target{Addrs: []string{late.Addr}}).Redis(t)
+	events := make(chan string, 8)
+	subCtx, stop := context.WithCancel(context.Background())
+	received := make(chan struct{})
+	defer func() { stop(); <-received }()
+	go func() {
+		defer close(received)
+		rdb.Receive(subCtx, rdb.B().Subscribe().Channel("__keyspace@0__:"+name).Build(), func(m rueidis.PubSubMessage) {
+			events <- m.Message
+		})
+	}()
+	testkit.Eventually(t, 2*time.Second, func() error {
+		if out, _ := late.Do("PUBSUB", "NUMSUB", "__keyspace@0__:"+name); !strings.HasSuffix(out, "1") {
+			return errors.New("keyspace subscription not ready")
+		}
+		return nil
+	})
+
+	r := newRed(t, locks(t, servers, same(name, 3), rlock.WithLease(10*time.Second)), WithInstanceTimeout(50*time.Millisecond))
+	resume := pause(t, late)
+	go func() {
+		time.Sleep(150 * time.Millisecond) // past the instance timeout, within the client's 300ms
+		resume()
+	}()
+	held, err := r.TryLock(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for len(seen) < 4 {
+		select {
+		case e := <-events:
+			seen = append(seen, e)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("keyspace events on the late server: %v; want the late acquisition and its release", seen)
+		}
+	}
+	if strings.Join(seen, " ") != "hincrby expire hincrby del" {
+		t.Fatalf("keyspace events on the late server: %v; want the acquisition (hincrby, expire), then its release (hincrby, del)", seen)
+	}
+	if held.Err() != nil || !exists(t, servers[0], name) || !exists(t, servers[1], name) {
+		t.Fatal("the hold did not go on with the majority")
+	}
+	if err := r.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	requireNoKeys(t, servers, name)
+}
