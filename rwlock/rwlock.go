@@ -15,8 +15,12 @@
 // Each read hold has its own lease in Redis ("{N}:OWNER:rwlock_timeout:k"), and the lock lives as
 // long as the longest one: the read holds of a Client that died without unlocking age out within its
 // watchdog timeout (or their fixed lease) while the other readers keep theirs. The watchdog renews
-// only its own owners' leases; Redisson's renews every reader's, which keeps a dead reader alive as
-// long as any live reader renews, and with it keeps writers out.
+// only its own owners' leases; Redisson's renews every reader's, which keeps a dead reader's lease
+// alive as long as any live reader renews, so that a writer still waits up to a whole lease after the
+// last live reader has left. A read hold whose lease key is found gone is reported lost.
+//
+// The read lock taken with the very ctx the write lock returned outlives the write release: its ctx
+// ends with the read hold, or with the ctx the write lock was taken with.
 //
 // Fairness: by default, as in Redisson, a reader gets in whenever no writer holds the lock, so a
 // stream of overlapping readers can starve a writer for ever. WithWriterPreference makes a waiting
