@@ -161,7 +161,8 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 }
 
 // Drain takes every available permit and returns how many there were (0 when the semaphore was never
-// set, which then stays unset).
+// set, which then stays unset). As in Redisson, the count is 0 afterwards even when it was negative:
+// the negative count is what Drain returns.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if ctx == nil {
 		return 0, core.Invalid(kind, s.name, "nil context")
