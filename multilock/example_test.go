@@ -1,0 +1,95 @@
+package multilock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/multilock"
+	"github.com/redisync/redisync/rlock"
+)
+
+// connect starts an embedded server and returns a Client on it, and a func that stops both.
+func connect() (*redisync.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
+// A transfer between two accounts kept on different servers holds both accounts' locks, or none.
+func Example() {
+	east, stopEast := connect()
+	defer stopEast()
+	west, stopWest := connect()
+	defer stopWest()
+
+	from, _ := rlock.New(east, "account:17")
+	to, _ := rlock.New(west, "account:42")
+	both, err := multilock.New(from, to)
+	if err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	held, err := both.Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+	// Another transfer between the same accounts, even with them in the other order, waits.
+	other, _ := multilock.New(to, from)
+	_, err = other.TryLock(ctx, 0)
+	fmt.Println("other transfer:", errors.Is(err, redisync.ErrNotAcquired))
+
+	// ... move the money, with held as the ctx: it ends if either lock is lost ...
+	if err := both.Unlock(held); err != nil {
+		panic(err)
+	}
+	fmt.Println("released:", errors.Is(context.Cause(held), redisync.ErrReleased))
+	// Output:
+	// other transfer: true
+	// released: true
+}
+
+// A RedLock over three independent servers holds when two of them grant the lock. The hold's ctx
+// ends when the validity time does.
+func ExampleRedLock() {
+	var locks []multilock.Locker
+	for range 3 {
+		c, stop := connect()
+		defer stop()
+		l, err := rlock.New(c, "nightly-report", rlock.WithLease(10*time.Second))
+		if err != nil {
+			panic(err)
+		}
+		locks = append(locks, l)
+	}
+	red, err := multilock.NewRedLock(locks)
+	if err != nil {
+		panic(err)
+	}
+
+	held, err := red.TryLock(context.Background(), time.Second)
+	if err != nil {
+		panic(err)
+	}
+	validUntil, _ := held.Deadline()
+	fmt.Println("quorum:", red.Quorum())
+	fmt.Println("valid for less than the lease:", time.Until(validUntil) < 10*time.Second)
+	if err := red.Unlock(held); err != nil {
+		panic(err)
+	}
+	// Output:
+	// quorum: 2
+	// valid for less than the lease: true
+}
