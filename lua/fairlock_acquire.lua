@@ -8,8 +8,9 @@
 -- Returns {1, count, token} when acquired; {2} when the owner holds it already and re-entry is not
 -- allowed; {0, ms} when not acquired: try again within ms, or sooner if the owner's channel says so.
 --
--- Beyond Redisson: a queued caller re-arms its deadline to (its position + 1) slots from now, so a
--- live waiter never loses its place however long the holder keeps the lock; the caller is never
+-- Beyond Redisson: a caller's deadline is (its position + 1) slots from now, pushed on at every try,
+-- so a live waiter never loses its place however long the holder keeps the lock and a dead one
+-- loses it one slot after it was last heard from, when it reaches the head; the caller is never
 -- passed over itself, since it is back; and a try that passes over dead waiters while the lock is
 -- free wakes the new head.
 local lock, queue, deadlines, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
@@ -75,16 +76,12 @@ if not pos then
   if ARGV[6] ~= '1' then
     return {0, pttl}
   end
-  -- Redisson's estimate: the last waiter's deadline (or the lock's end) plus one slot; never less
-  -- than one slot per place from now.
-  local base = now + math.max(pttl, 0)
-  local last = redis.call('lindex', queue, -1)
-  if last then
-    base = tonumber(redis.call('zscore', deadlines, last)) or base
-  end
+  -- The deadline bounds the waiter's silence, one slot per place from now: Redisson's estimate
+  -- (the last waiter's deadline, or the lock's end, plus one slot) would let a dead waiter keep its
+  -- place for the holder's whole lease more, and is only needed by waiters that never come back.
   pos = redis.call('llen', queue)
   redis.call('rpush', queue, me)
-  redis.call('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
+  redis.call('zadd', deadlines, now + (pos + 1) * slot, me)
 else
   local deadline = now + (pos + 1) * slot
   if (tonumber(redis.call('zscore', deadlines, me)) or 0) < deadline then
