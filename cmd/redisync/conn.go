@@ -24,7 +24,11 @@ type connFlags struct {
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "addr", "", "Redis `host:port`; several, comma-separated, for a cluster, or the sentinels' with --sentinel\n(default $"+addrEnv+", else "+defaultAddr+")")
+	c.registerWith(fs, "(default $"+addrEnv+", else "+defaultAddr+")")
+}
+
+func (c *connFlags) registerWith(fs *flag.FlagSet, defaultNote string) {
+	fs.StringVar(&c.addr, "addr", "", "Redis `host:port`; several, comma-separated, for a cluster, or the sentinels' with --sentinel\n"+defaultNote)
 	fs.StringVar(&c.sentinel, "sentinel", "", "connect through Sentinel to the master named `MASTER`; --addr lists the sentinels")
 }
 

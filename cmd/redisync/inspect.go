@@ -28,8 +28,9 @@ a latch's count. It reads Redisson's layout, so it shows locks taken by Java ser
 Owners read "<client id>:<owner id>": the client id is a redisync Client's (or a Redisson
 instance's) UUID, the owner id its context owner (Redisson: the thread id).
 
-A semaphore and a countdown latch are both a number under NAME; when nobody waits on either, inspect
-cannot tell them apart and says so.
+Some states look alike in Redis: a fair lock with nobody in line looks like a lock, and a semaphore
+and a countdown latch are both a number under NAME. When nobody waits on the number, inspect cannot
+tell which it is and says so.
 `
 
 const inspectFooter = `
@@ -58,8 +59,9 @@ type state struct {
 	Available *int64   `json:"available,omitempty"`
 	Permits   []permit `json:"permits,omitempty"` // the permit-expirable semaphore's acquired permits
 	Count     *int64   `json:"count,omitempty"`   // the latch's count
-	// WaitingWriters: redisync's read-write lock counts writers waiting, so new readers let them pass.
-	WaitingWriters *int64   `json:"waiting_writers,omitempty"`
+	// WaitingWriters: the writers a read-write lock with writer preference keeps new readers out for,
+	// each with the time its announcement lapses unless renewed.
+	WaitingWriters []waiter `json:"waiting_writers,omitempty"`
 	Keys           []string `json:"keys"` // the keys that were found
 }
 
@@ -267,9 +269,12 @@ func (r *reader) lock(st *state, held bool, now int64) {
 		st.Kind, st.Mode = "read-write lock", mode
 		delete(fields, "mode")
 		writersKey := core.Prefixed("redisync_rwlock_writers", name)
-		if n, ok := r.int(writersKey); r.found(st, writersKey, ok) {
-			st.WaitingWriters = &n
+		for _, z := range r.zset(writersKey) {
+			if in := int64(z.Score) - now; in > 0 { // lapsed ones are ignored, and dropped by the next reader
+				st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: strings.TrimSuffix(z.Member, ":write"), Deadline: &in})
+			}
 		}
+		r.found(st, writersKey, len(st.WaitingWriters) > 0)
 		for _, owner := range sortedKeys(fields) {
 			count, _ := strconv.ParseInt(fields[owner], 10, 64)
 			h := holderState{Owner: owner, Count: count}
@@ -414,8 +419,11 @@ func (st *state) print(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	if st.WaitingWriters != nil {
-		fmt.Fprintf(w, "  writers waiting: %d\n", *st.WaitingWriters)
+	if len(st.WaitingWriters) > 0 {
+		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", len(st.WaitingWriters))
+		for _, q := range st.WaitingWriters {
+			fmt.Fprintf(w, "    %s  announced for %v more\n", q.Owner, ms(*q.Deadline))
+		}
 	}
 	if st.Kind == "fair lock" {
 		fmt.Fprintf(w, "  queue: %d waiting\n", len(st.Queue))

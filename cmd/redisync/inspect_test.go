@@ -225,6 +225,36 @@ func TestInspectReadWriteLock(t *testing.T) {
 			t.Errorf("text output:\n%s", text)
 		}
 		rw.WriteLock().Unlock(w)
+
+		// Writer preference: a waiting writer is shown, keeping new readers out.
+		pref, _ := rwlock.New(c, "inspect-rw-pref", rwlock.WithWriterPreference())
+		rh, err := pref.ReadLock().Lock(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(context.Background())
+		writer := redisync.WithOwner(wctx)
+		waited := make(chan error, 1)
+		go func() {
+			_, err := pref.WriteLock().Lock(writer)
+			waited <- err
+		}()
+		testkit.Eventually(t, 5*time.Second, func() error {
+			st, _ := inspectJSON(t, tg, "inspect-rw-pref")
+			if len(st.WaitingWriters) != 1 || st.WaitingWriters[0].Owner != owner(c, writer) {
+				return errorString("no waiting writer shown")
+			}
+			return nil
+		})
+		_, text = inspectJSON(t, tg, "inspect-rw-pref")
+		if !strings.Contains(text, "writers waiting, keeping new readers out: 1") {
+			t.Errorf("text output:\n%s", text)
+		}
+		cancel()
+		if err := <-waited; err == nil {
+			t.Fatal("the writer got in beside a reader")
+		}
+		pref.ReadLock().Unlock(rh)
 	})
 }
 
