@@ -190,14 +190,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		// The channel is this owner's alone: every goroutine of the owner that waits may go.
 		Policy: pubsub.WakeAll,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			res, err := l.c.RunAcquire(ctx, acquireScript, keys, args).AsIntSlice()
+			reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, keys, args))
+			res, err := reply.AsIntSlice()
 			if err != nil {
 				return false, 0, err
 			}
 			switch res[0] {
 			case 1:
 				token = res[2]
-				return true, 0, nil
+				return true, 0, notReplicated // Acquire gives it back when it was not replicated
 			case 2:
 				return false, 0, core.ErrAlreadyHeld
 			}
@@ -303,14 +304,15 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// HoldCount returns how many times ctx's owner holds the lock (0 when it does not).
+// HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
+// answers even when ctx has ended, since ctx here names the owner: a hold's ctx ends when the hold does.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	owner, ok := core.OwnerID(ctx)
 	if !ok {
 		return 0, nil
 	}
 	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Hget().Key(l.name).Field(l.c.Owner(owner)).Build()).AsInt64()
+	n, err := rdb.Do(context.WithoutCancel(ctx), rdb.B().Hget().Key(l.name).Field(l.c.Owner(owner)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}

@@ -90,9 +90,9 @@ else
 end
 
 -- Come back before the deadline passes: within a third of a slot, or when the holder's lease ends if
--- this waiter is next.
+-- this waiter is next (PTTL says 0 in the lease's last millisecond: that is not "unknown").
 local wait = math.max(1, math.floor(slot / 3))
-if pos == 0 and pttl > 0 and pttl < wait then
-  wait = pttl
+if pos == 0 and pttl >= 0 then
+  wait = math.max(1, math.min(pttl, wait))
 end
 return {0, wait}
