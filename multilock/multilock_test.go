@@ -298,3 +298,42 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Several locks of one deployment, in different cluster slots, behind one Client per process.
+func TestMultiLockOnOneDeployment(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := timeout(t, 30*time.Second)
+		var sec testkit.Section
+		var wg sync.WaitGroup
+		for range 4 {
+			c := tg.Client(t, redisync.WithWatchdogTimeout(time.Second))
+			var ls []Locker
+			for _, name := range []string{"ml-orders", "ml-stock", "ml-ledger"} {
+				l, err := rlock.New(c, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+			}
+			m := newMulti(t, ls...)
+			wg.Go(func() {
+				for range 10 {
+					err := m.Do(ctx, func(context.Context) error {
+						sec.Enter()
+						time.Sleep(time.Millisecond)
+						sec.Leave()
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if sec.Max() != 1 || sec.Entries() != 40 {
+			t.Fatalf("max %d inside, %d entries; want 1 and 40", sec.Max(), sec.Entries())
+		}
+	})
+}
