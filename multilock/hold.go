@@ -54,7 +54,7 @@ func newHold(owner any, kind, name string, parent context.Context, subs []*sub, 
 	for _, s := range subs {
 		h.stops = append(h.stops, context.AfterFunc(s.ctx, func() { h.subEnded(s) }))
 	}
-	// The deadline, or a sub-lock's ctx that ended already: give the rest back at once.
+	// When the deadline (the end of a lease, or of the validity time) passes, give everything back.
 	h.stops = append(h.stops, context.AfterFunc(ctx, func() { h.lose(context.Cause(ctx)) }))
 	return ctx
 }
