@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -20,6 +21,19 @@ type RenewSpec struct {
 	Script *lua.Script
 	Keys   []string
 	Args   []string
+}
+
+// staleRetries bounds the immediate retries of a renewal that failed on a broken connection: one
+// per connection rueidis may have pipelined on (4 by default).
+const staleRetries = 4
+
+// isNetworkError reports whether err came from the connection rather than from Redis or the script.
+func isNetworkError(err error) bool {
+	if err == nil || errors.Is(err, ErrNotReplicated) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	_, fromRedis := rueidis.IsRedisErr(err)
+	return !fromRedis
 }
 
 // maxBatch bounds the holds renewed by one script call, so that one call never blocks the server long.
@@ -223,6 +237,16 @@ func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 	}
 	sent := time.Now()
 	res, err := w.exec(ctx, script, keys, args).AsIntSlice()
+	// After a server restart each of rueidis's pipelined connections fails once (EOF) before it is
+	// dialled again; waiting a tick per stale connection could let the lease run out. A renewal is
+	// idempotent, so a network error is retried at once.
+	for range staleRetries {
+		if !isNetworkError(err) || ctx.Err() != nil {
+			break
+		}
+		sent = time.Now()
+		res, err = w.exec(ctx, script, keys, args).AsIntSlice()
+	}
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
 	}
