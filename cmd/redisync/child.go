@@ -38,7 +38,13 @@ type signals struct {
 
 func catchSignals() *signals {
 	s := &signals{ch: make(chan os.Signal, 8)}
-	signal.Notify(s.ch, forwarded...)
+	for _, sig := range forwarded {
+		// A signal the tool was started ignoring (nohup, a background job) stays ignored, for
+		// COMMAND too, which inherits that.
+		if !signal.Ignored(sig) {
+			signal.Notify(s.ch, sig)
+		}
+	}
 	return s
 }
 
