@@ -34,7 +34,7 @@ const heldExitStatus = `
 Exit status:
   COMMAND's own   COMMAND ran (128+n when a signal n ended it)
   75              not acquired within --wait; COMMAND did not run
-  76              lost while COMMAND ran (lease ended or the lock was taken away): COMMAND was
+  76              lost while COMMAND ran (its lease ended, or it was taken away): COMMAND was
                   sent SIGTERM (SIGKILL after --grace), or it ended after the lease had
   64              bad flags or arguments
   69              Redis unreachable or failing; COMMAND did not run
@@ -64,8 +64,8 @@ type lockFlags struct {
 func (f *lockFlags) register(cmd *command, leaseUsage string) {
 	cmd.fs.Var(&f.wait, "wait", "give up with status 75 after `DURATION` without acquiring; 0 tries once (default: wait as long as it takes)")
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
-	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "after a lost lock, give COMMAND `DURATION` between SIGTERM and SIGKILL")
-	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL (`DURATION`) that a watchdog renews every third of while COMMAND runs;\nif the tool dies, others wait at most this long")
+	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "once the lock or permit is lost, give COMMAND `DURATION` between SIGTERM and SIGKILL")
+	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL, `DURATION`, renewed every third of it while COMMAND runs;\nif the tool dies, others wait at most this long")
 	f.conn.register(cmd.fs)
 }
 

@@ -42,7 +42,7 @@ Usage:
 Connection (every subcommand): --addr host:port[,host:port...] (several = cluster),
 --sentinel MASTER (then --addr lists the sentinels); default $REDISYNC_ADDR, else 127.0.0.1:6379.
 
-Run 'redisync COMMAND --help' for the flags and exit statuses of each.
+Flags take one dash or two. Run 'redisync COMMAND --help' for the flags and exit statuses of each.
 `
 
 func main() {
