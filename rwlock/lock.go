@@ -175,13 +175,14 @@ func (l *Lock) writeAttempt(owner int64, wait time.Duration) (core.Attempt, core
 
 func (l *Lock) attempt(script *lua.Script, keys, args []string) core.Attempt {
 	return func(ctx context.Context) (bool, time.Duration, error) {
-		res, err := l.c.RunAcquire(ctx, script, keys, args).AsIntSlice()
+		reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, script, keys, args))
+		res, err := reply.AsIntSlice()
 		if err != nil {
 			return false, 0, err
 		}
 		switch res[0] {
 		case 1:
-			return true, 0, nil
+			return true, 0, notReplicated // Acquire gives it back when it was not replicated
 		case 2:
 			return false, 0, core.ErrAlreadyHeld
 		case 3:
