@@ -123,7 +123,8 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 		Weight:  n,
 		Policy:  wake,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			res, err := e.c.RunAcquire(ctx, expirableScript, e.keys, args).AsIntSlice()
+			reply, notReplicated := core.SplitReplication(e.c.RunAcquire(ctx, expirableScript, e.keys, args))
+			res, err := reply.AsIntSlice()
 			if err != nil {
 				_, answered := rueidis.IsRedisErr(err)
 				unsure = !answered
@@ -131,7 +132,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 			}
 			switch res[0] {
 			case 1:
-				return true, 0, nil
+				return true, 0, notReplicated // Acquire gives it back when it was not replicated
 			case 2:
 				return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, n, res[1])
 			}

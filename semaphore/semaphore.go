@@ -118,7 +118,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		Weight:  n,
 		Policy:  wake,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			ok, err := s.c.RunAcquire(ctx, acquireScript, keys, args).AsBool()
+			reply, notReplicated := core.SplitReplication(s.c.RunAcquire(ctx, acquireScript, keys, args))
+			ok, err := reply.AsBool()
+			if ok && err == nil {
+				return true, 0, notReplicated // Acquire gives it back when it was not replicated
+			}
 			return ok, 0, err
 		},
 		Undo: func(ctx context.Context) { s.add(ctx, n) },
