@@ -67,6 +67,7 @@ func requireResult(t *testing.T, rec *Recorder, model porcupine.Model, want porc
 	if got := rec.Check(model, checkTimeout); got != want {
 		t.Fatalf("history of %d operations: %s, want %s", rec.Len(), got, want)
 	}
+	t.Logf("history of %d operations: %s", rec.Len(), want)
 }
 
 func TestLinearizableRLock(t *testing.T) {

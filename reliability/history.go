@@ -63,6 +63,23 @@ func (r *Recorder) Do(client int, in Input, fn func() error) error {
 	return err
 }
 
+// DoEach runs fn as one operation op by client on each of names (a MultiLock over several locks),
+// and records it once per name when fn returns nil.
+func (r *Recorder) DoEach(client int, names []string, op Op, fn func() error) error {
+	call := time.Since(r.base).Nanoseconds()
+	err := fn()
+	ret := time.Since(r.base).Nanoseconds()
+	if err == nil {
+		r.mu.Lock()
+		for _, name := range names {
+			in := Input{Name: name, Owner: client + 1, Op: op}
+			r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Return: ret})
+		}
+		r.mu.Unlock()
+	}
+	return err
+}
+
 // Len returns how many operations were recorded.
 func (r *Recorder) Len() int {
 	r.mu.Lock()
