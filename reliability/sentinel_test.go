@@ -252,6 +252,15 @@ func TestReplicaAckPreventsTwoOwners(t *testing.T) {
 		if err := l1.Unlock(h); err != nil {
 			t.Fatal(err)
 		}
+		// Releases are not acknowledged: let this one reach the replica before the link is cut,
+		// or the failover would bring the released lock back until its lease ends.
+		testkit.Eventually(t, 5*time.Second, func() error {
+			n, err := p.Replica.Do("EXISTS", "replicated")
+			if err == nil && n != "0" {
+				err = errors.New("release not replicated yet")
+			}
+			return err
+		})
 
 		p.blackhole(t)
 		start := time.Now()
