@@ -27,8 +27,8 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	c.registerWith(fs, "(default $"+addrEnv+", else "+defaultAddr+")")
 }
 
-func (c *connFlags) registerWith(fs *flag.FlagSet, defaultNote string) {
-	fs.StringVar(&c.addr, "addr", "", "Redis `host:port`; several, comma-separated, for a cluster, or the sentinels' with --sentinel\n"+defaultNote)
+func (c *connFlags) registerWith(fs *flag.FlagSet, note string) {
+	fs.StringVar(&c.addr, "addr", "", "Redis `host:port`; several, comma-separated, for a cluster, or the sentinels' with --sentinel\n"+note)
 	fs.StringVar(&c.sentinel, "sentinel", "", "connect through Sentinel to the master named `MASTER`; --addr lists the sentinels")
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -138,9 +137,4 @@ func defaultNote(def time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf(" (default %v)", def)
-}
-
-// indent indents every line of s by two spaces (for examples in help texts).
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
 }
