@@ -81,7 +81,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.notifier = pubsub.New(rdb, sharded)
-	c.watchdog = newWatchdog(c.RunAcquire, cfg.WatchdogTimeout)
+	c.watchdog = newWatchdog(c.RunAcquire, cfg.WatchdogTimeout, rdb.Mode() == rueidis.ClientModeCluster)
 	return c, nil
 }
 

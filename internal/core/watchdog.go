@@ -57,21 +57,25 @@ type entry struct {
 type Watchdog struct {
 	exec func(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult
 	ttl  time.Duration
-	mu   sync.Mutex
-	set  map[*entry]struct{}
-	stop chan struct{}
-	done chan struct{}
+	// cluster: batches are split by slot, since a script's keys must share one.
+	cluster bool
+	mu      sync.Mutex
+	set     map[*entry]struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
-func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rueidis.RedisResult, ttl time.Duration) *Watchdog {
-	w := &Watchdog{exec: exec, ttl: ttl, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+// newWatchdog returns a running watchdog. On a cluster a batch holds keys of one slot only; on a
+// single server (or Sentinel) every hold of one kind goes in the same batches.
+func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rueidis.RedisResult, ttl time.Duration, cluster bool) *Watchdog {
+	w := &Watchdog{exec: exec, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
 
 func (w *Watchdog) add(spec RenewSpec, lost func(error)) *entry {
 	e := &entry{spec: spec, lost: lost}
-	if len(spec.Keys) > 0 {
+	if w.cluster && len(spec.Keys) > 0 {
 		e.slot = Slot(spec.Keys[0])
 	}
 	w.readd(e)
