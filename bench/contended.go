@@ -24,10 +24,18 @@ var (
 // contention runs B4's workload: k separate clients of each library in a loop on one key, holding it
 // for cs. It reports one table per critical-section size.
 func (r *run) contention(id, title string, d *deployment, ls []*lib, k int, sizes []time.Duration, extra func(t *table)) []*table {
+	return r.contentionFIFO(id, title, d, ls, k, sizes, false, extra)
+}
+
+// contentionFIFO is contention that also counts grants out of FIFO order when fifo is set.
+func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, sizes []time.Duration, fifo bool, extra func(t *table)) []*table {
 	var out []*table
 	for _, cs := range sizes {
-		t := newTable(id, title, map[string]any{"deployment": d.name, "clients": k, "cs_us": cs.Microseconds()},
-			mAcq, mHand50, mHand99, mHandRT, mWait99, mCmds, mSrvAcq, mJain, mOverlaps, mGaveUp)
+		ms := []metric{mAcq, mHand50, mHand99, mHandRT, mWait99, mCmds, mSrvAcq, mJain, mOverlaps, mGaveUp}
+		if fifo {
+			ms = append(ms, mFIFO)
+		}
+		t := newTable(id, title, map[string]any{"deployment": d.name, "clients": k, "cs_us": cs.Microseconds()}, ms...)
 		all, ok := openAll(d, ls, k, t)
 		accs := map[string]*acc{}
 		overlaps := map[string]int64{}
@@ -38,12 +46,16 @@ func (r *run) contention(id, title string, d *deployment, ls []*lib, k int, size
 			if a == nil {
 				a = &acc{perOwner: make([]int64, k)}
 				accs[l.name] = a
-				if _, err := contend(o.lockers, key+":"+l.name, cs, r.slice/5, nil); err != nil {
+				if _, err := contend(o.lockers, key+":"+l.name, cs, r.slice/5, nil, nil); err != nil {
 					return err
 				}
 			}
 			w := openWindow(d, o.n)
-			res, err := contend(o.lockers, key+":"+l.name, cs, r.slice, w)
+			var order *fifoCheck
+			if fifo {
+				order = &fifoCheck{waiting: map[int]time.Time{}}
+			}
+			res, err := contend(o.lockers, key+":"+l.name, cs, r.slice, w, order)
 			if err != nil {
 				return err
 			}
@@ -53,6 +65,9 @@ func (r *run) contention(id, title string, d *deployment, ls []*lib, k int, size
 				a.perOwner[i] += n
 			}
 			a.gaveUp += res.gaveUp
+			if order != nil {
+				a.fifo += order.violations
+			}
 			overlaps[l.name] += res.overlaps
 			var n int64
 			for _, x := range res.perOwner {
@@ -80,6 +95,9 @@ func (r *run) contention(id, title string, d *deployment, ls []*lib, k int, size
 			t.set(l.name, mJain.name, jain(a.perOwner))
 			t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
 			t.set(l.name, mGaveUp.name, float64(a.gaveUp))
+			if fifo {
+				t.set(l.name, mFIFO.name, float64(a.fifo))
+			}
 		}
 		r.checkExclusion(t, fmt.Sprintf("cs %v", cs), overlaps)
 		t.note("handoff: from the start of a release to the return of the next acquisition by another client; wait: one Lock call; gave up: Lock calls that ended without the lock (retry budget or the %v bound) and were repeated", attemptBound)
@@ -105,7 +123,7 @@ type contendResult struct {
 // contend runs one client per locker in a loop on key for d: lock, hold for cs, unlock. Figures count
 // acquisitions made before d ends; w (when not nil) is closed at that moment, before the contenders
 // drain.
-func contend(lockers []locker, key string, cs, d time.Duration, w *window) (contendResult, error) {
+func contend(lockers []locker, key string, cs, d time.Duration, w *window, order *fifoCheck) (contendResult, error) {
 	k := len(lockers)
 	var (
 		sec      section
@@ -131,8 +149,10 @@ func contend(lockers []locker, key string, cs, d time.Duration, w *window) (cont
 					return
 				}
 				actx, cancel := context.WithTimeout(ctx, attemptBound)
+				order.start(i, start)
 				unlock, err := lk.Lock(actx, key)
 				got := time.Now()
+				order.granted(i, err == nil && got.Before(end))
 				if err != nil {
 					cancel()
 					if gaveUp(err) {
@@ -180,6 +200,48 @@ func contend(lockers []locker, key string, cs, d time.Duration, w *window) (cont
 		res.handoff = append(res.handoff, hands[i]...)
 	}
 	return res, nil
+}
+
+var mFIFO = metric{name: "fifo_violations", head: "out of FIFO"}
+
+// fifoMargin is how much earlier another waiter must have started for a grant to count as out of
+// FIFO order: a waiter takes its place in the queue one round trip after it starts, give or take
+// the scheduler.
+const fifoMargin = 2 * time.Millisecond
+
+// fifoCheck counts grants made while another contender had been waiting clearly longer.
+type fifoCheck struct {
+	mu         sync.Mutex
+	waiting    map[int]time.Time
+	violations int64
+}
+
+func (f *fifoCheck) start(i int, t time.Time) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.waiting[i] = t
+	f.mu.Unlock()
+}
+
+func (f *fifoCheck) granted(i int, count bool) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mine := f.waiting[i]
+	delete(f.waiting, i)
+	if !count {
+		return
+	}
+	for _, t := range f.waiting {
+		if t.Before(mine.Add(-fifoMargin)) {
+			f.violations++
+			return
+		}
+	}
 }
 
 func isNaN(v float64) bool { return math.IsNaN(v) }

@@ -140,15 +140,28 @@ func (t *table) print(w io.Writer) {
 			}
 			fmt.Fprintln(tw)
 		}
-		fmt.Fprint(tw, "redisync/best peer\t")
+		peers := false
 		for _, m := range t.metrics {
+			if name, _ := t.best(m); m.ratio && name != "" {
+				peers = true
+			}
+		}
+		if peers {
+			fmt.Fprint(tw, "redisync/best peer\t")
+		}
+		for _, m := range t.metrics {
+			if !peers {
+				break
+			}
 			if name, v := t.best(m); m.ratio && name != "" {
 				fmt.Fprintf(tw, "%.2fx %s\t", t.ratio(m, v), name)
 			} else {
 				fmt.Fprint(tw, "\t")
 			}
 		}
-		fmt.Fprintln(tw)
+		if peers {
+			fmt.Fprintln(tw)
+		}
 	}
 	tw.Flush()
 	for _, n := range t.notes {

@@ -88,6 +88,7 @@ type acc struct {
 	perOwner []int64
 	overlaps int64
 	gaveUp   int64
+	fifo     int64
 }
 
 func (a *acc) add(w *window, ops int64) error {
