@@ -21,9 +21,10 @@ var files embed.FS
 // Scripts are not retried on network errors: most are not idempotent (re-entry increments a count,
 // acquiring permits decrements one), and a blind retry could acquire twice.
 type Script struct {
-	name string
-	src  string
-	lua  *rueidis.Lua
+	name      string
+	src       string
+	lua       *rueidis.Lua
+	retryable bool
 }
 
 // Load returns the script in the embedded file name. It panics when the file is missing, which can
@@ -41,8 +42,12 @@ func Load(name string) *Script {
 func LoadRetryable(name string) *Script {
 	s := Load(name)
 	s.lua = rueidis.NewLuaScriptRetryable(s.src)
+	s.retryable = true
 	return s
 }
+
+// Retryable reports whether rueidis re-sends the script after a network error.
+func (s *Script) Retryable() bool { return s.retryable }
 
 // Name returns the file name of the script.
 func (s *Script) Name() string { return s.name }

@@ -33,8 +33,9 @@ type Wait struct {
 // notification cheap. It subscribes before the second try, so a release between the two is seen.
 //
 // Tries run on a ctx that is not cancelled with the caller's: a command cancelled in flight may still
-// run on the server, and an acquisition must never be left behind unknown. When ctx has ended by the
-// time a try succeeds, Undo gives the acquisition back. It returns the start time of the successful try.
+// run on the server, and an acquisition must never be left behind unknown. When ctx ends during a try,
+// Acquire returns at once and the try's acquisition, if any, is given back by Undo when it completes.
+// It returns the start time of the successful try.
 func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
@@ -42,16 +43,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	tryCtx := context.WithoutCancel(ctx)
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
-		ok, retryIn, err := w.Try(tryCtx)
-		if ok && (err != nil || ctx.Err() != nil) {
-			if w.Undo != nil {
-				w.Undo(tryCtx)
-			}
-			if err == nil {
-				err = context.Cause(ctx)
-			}
-			return false, 0, start, err
-		}
+		ok, retryIn, err := c.try(ctx, tryCtx, w)
 		return ok, retryIn, start, err
 	}
 	ok, retryIn, start, err := try()
@@ -108,6 +100,44 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 		if last || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 			return time.Time{}, ErrNotAcquired
 		}
+	}
+}
+
+// try runs one attempt on tryCtx, which ignores cancellation. The caller stops waiting for it when ctx
+// ends; the attempt then finishes on its own and anything it acquired is given back.
+func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
+	undo := func() {
+		if w.Undo != nil {
+			w.Undo(tryCtx)
+		}
+	}
+	if ctx.Done() == nil { // cannot end: no need to watch it
+		return w.Try(tryCtx)
+	}
+	type result struct {
+		ok      bool
+		retryIn time.Duration
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ok, retryIn, err := w.Try(tryCtx)
+		done <- result{ok, retryIn, err}
+	}()
+	select {
+	case r := <-done:
+		if r.ok && ctx.Err() != nil {
+			undo()
+			return false, 0, context.Cause(ctx)
+		}
+		return r.ok, r.retryIn, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.ok {
+				undo()
+			}
+		}()
+		return false, 0, context.Cause(ctx)
 	}
 }
 

@@ -2,14 +2,24 @@ package core
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/lua"
 )
 
+// RetryBound limits how long rueidis keeps re-sending a retryable script when ctx has no deadline of
+// its own: releases run on a ctx that ignores cancellation, and rueidis retries until ctx ends.
+const RetryBound = 5 * time.Second
+
 // Run executes a script that only reads, or that gives something back (a release).
 func (c *Client) Run(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+	if _, ok := ctx.Deadline(); !ok && s.Retryable() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RetryBound)
+		defer cancel()
+	}
 	return s.Exec(ctx, c.rdb, keys, args)
 }
 
