@@ -111,8 +111,16 @@ func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, 
 			w.Undo(tryCtx)
 		}
 	}
+	// A try that acquired but reports an error must not keep it (not acknowledged by the replicas).
+	settle := func(ok bool, retryIn time.Duration, err error) (bool, time.Duration, error) {
+		if ok && err != nil {
+			undo()
+			return false, 0, err
+		}
+		return ok, retryIn, err
+	}
 	if ctx.Done() == nil { // cannot end: no need to watch it
-		return w.Try(tryCtx)
+		return settle(w.Try(tryCtx))
 	}
 	type result struct {
 		ok      bool
@@ -126,11 +134,11 @@ func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, 
 	}()
 	select {
 	case r := <-done:
-		if r.ok && ctx.Err() != nil {
+		if r.ok && r.err == nil && ctx.Err() != nil {
 			undo()
 			return false, 0, context.Cause(ctx)
 		}
-		return r.ok, r.retryIn, r.err
+		return settle(r.ok, r.retryIn, r.err)
 	case <-ctx.Done():
 		go func() {
 			if r := <-done; r.ok {
