@@ -441,3 +441,32 @@ func TestRedissonQueue(t *testing.T) {
 		}
 	})
 }
+
+// Goroutines that share an owner share its place: one of them giving up does not take it from the
+// others.
+func TestSharedOwnerKeepsItsPlace(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		holder := newLock(t, tg.Client(t), name(t))
+		held := mustLock(t, holder, context.Background())
+		l := newLock(t, tg.Client(t), name(t))
+		owner := redisync.WithOwner(context.Background())
+		ln := newLine(t)
+		o := ln.join(l, owner, "owner", 0)
+		waitQueued(t, holder, 1)
+		c := ln.join(newLock(t, tg.Client(t), name(t)), context.Background(), "C", 0)
+		waitQueued(t, holder, 2)
+		if _, err := l.TryLock(owner, 300*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+			t.Fatalf("second goroutine of the owner: %v, want ErrNotAcquired", err)
+		}
+		if n := waiting(t, holder); n != 2 {
+			t.Fatalf("queue length %d, want 2: the owner's other goroutine still waits", n)
+		}
+		mustUnlock(t, holder, held)
+		for _, end := range []<-chan error{o, c} {
+			if err := <-end; err != nil {
+				t.Fatal(err)
+			}
+		}
+		ln.check("owner", "C")
+	})
+}

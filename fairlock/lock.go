@@ -75,9 +75,11 @@ type Option func(*Lock)
 func WithLease(d time.Duration) Option { return func(l *Lock) { l.lease = d } }
 
 // WithSlot sets the wait slot, Redisson's threadWaitTime: the time a waiter may stay away from Redis
-// before it loses its place. A waiter of this package comes back at least every third of it while it
-// waits, so a live waiter keeps its place however long the lock is held; a waiter whose process died
-// blocks the line for at most one slot once it reaches the head.
+// before it loses its place. A waiter's deadline in Redis is one slot per place in line from its last
+// try, and every acquisition ahead of it takes one slot off; a waiter of this package tries again at
+// least every third of a slot, so a live waiter keeps its place however long the lock is held, and a
+// waiter whose process died is passed over once it is at the head and one slot has passed since its
+// last try.
 //
 // The default is the Client's watchdog timeout (30 s unless changed), not Redisson's 5 minutes:
 // Redisson's waiters never renew their place, so its slot must cover a whole hold, and a dead waiter
@@ -218,9 +220,13 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	return held, nil
 }
 
-// leave takes field out of the queue after a wait that did not acquire. It is bounded by one slot:
-// if it cannot be sent by then, the place has been passed over anyway.
+// leave takes field out of the queue after a wait that did not acquire, unless another goroutine of
+// the same owner still waits in that place. It is bounded by one slot: if it cannot be sent by then,
+// the place has been passed over anyway.
 func (l *Lock) leave(ctx context.Context, field string) {
+	if l.c.Notifier().Waiting(l.channel+":"+field) > 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.slot)
 	defer cancel()
 	l.c.Run(ctx, leaveScript, []string{l.name, l.queueKey, l.timeoutKey, l.channel},
