@@ -361,7 +361,7 @@ func TestExpirableReleaseWakesByCount(t *testing.T) {
 	})
 }
 
-// Permits taken by a try that finishes after the caller's ctx ended are given back at once.
+// Permits taken by a try that finishes after the caller's ctx ended are given back as soon as it does.
 func TestExpirableAcquireAfterCancelGivesBack(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		name := unique("expirable-undo")
@@ -381,9 +381,12 @@ func TestExpirableAcquireAfterCancelGivesBack(t *testing.T) {
 		if spy.calls.Load() != 1 {
 			t.Fatalf("%d tries, want 1", spy.calls.Load())
 		}
-		if got := counts(t, e); got != [3]int64{2, 0, 2} {
-			t.Fatalf("available, acquired, permits = %v after the acquisition was given back, want [2 0 2]", got)
-		}
+		testkit.Eventually(t, 2*time.Second, func() error {
+			if got := counts(t, e); got != [3]int64{2, 0, 2} {
+				return fmt.Errorf("available, acquired, permits = %v after the acquisition was given back, want [2 0 2]", got)
+			}
+			return nil
+		})
 	})
 }
 
