@@ -99,6 +99,11 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 				t.set(l.name, mFIFO.name, float64(a.fifo))
 			}
 		}
+		for _, l := range ok {
+			if a := accs[l.name]; failed[l.name] == nil && a != nil && (l.name == "redisync" || l.name == "fairlock") {
+				t.note("%s server calls per acquisition (scripts' inner calls included): %s", l.name, a.breakdown(8))
+			}
+		}
 		r.checkExclusion(t, fmt.Sprintf("cs %v", cs), overlaps)
 		t.note("handoff: from the start of a release to the return of the next acquisition by another client; wait: one Lock call; gave up: Lock calls that ended without the lock (retry budget or the %v bound) and were repeated", attemptBound)
 		if extra != nil {

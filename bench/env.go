@@ -36,10 +36,11 @@ func clusterDeployment(c *redistest.Cluster) *deployment {
 type serverStats struct {
 	calls int64
 	cpu   time.Duration
+	byCmd map[string]int64 // calls per command name
 }
 
 func (d *deployment) stats() (serverStats, error) {
-	var st serverStats
+	st := serverStats{byCmd: map[string]int64{}}
 	for _, s := range d.servers {
 		out, err := s.Do("INFO", "all")
 		if err != nil {
@@ -52,6 +53,8 @@ func (d *deployment) stats() (serverStats, error) {
 				v, _, _ = strings.Cut(v, ",")
 				n, _ := strconv.ParseInt(v, 10, 64)
 				st.calls += n
+				name, _, _ := strings.Cut(rest, ":")
+				st.byCmd[name] += n
 			}
 			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
 				if v, ok := strings.CutPrefix(line, f); ok {
@@ -63,10 +66,6 @@ func (d *deployment) stats() (serverStats, error) {
 		st.calls-- // this INFO
 	}
 	return st, nil
-}
-
-func (a serverStats) sub(b serverStats) serverStats {
-	return serverStats{calls: a.calls - b.calls, cpu: a.cpu - b.cpu}
 }
 
 // machine describes where the figures were taken.

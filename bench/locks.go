@@ -18,13 +18,14 @@ var (
 	mRT       = metric{name: "round_trips_per_pair", head: "round trips/pair", ratio: true}
 	mSrv      = metric{name: "srv_cmds_per_pair", head: "srv cmds/pair"}
 	mAllocs   = metric{name: "allocs_per_pair", head: "allocs/pair", ratio: true}
+	mSrvCPU   = metric{name: "srv_cpu_us_per_pair", head: "srv CPU us/pair", ratio: true}
 	mOverlaps = metric{name: "overlaps", head: "overlaps"}
 )
 
 // B1: uncontended Lock+Unlock, one goroutine, a fresh key each time.
 func (r *run) b1() *table {
 	t := newTable("B1", "uncontended Lock+Unlock, 1 goroutine, fresh key each time", map[string]any{"deployment": r.dep.name},
-		mPairs, mP50, mP99, mRT, mSrv, mAllocs, mOverlaps)
+		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mAllocs, mOverlaps)
 	all, ls := openAll(r.dep, libs, 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
@@ -58,6 +59,7 @@ func (r *run) b1() *table {
 		t.set(l.name, mP99.name, us(percentile(a.lat, .99)))
 		t.set(l.name, mRT.name, a.perOp(a.cmds))
 		t.set(l.name, mSrv.name, a.perOp(a.srv.calls))
+		t.set(l.name, mSrvCPU.name, us(a.srv.cpu)/float64(a.ops))
 		t.set(l.name, mAllocs.name, float64(a.mallocs)/float64(a.ops))
 		overlaps[l.name] = secs[l.name].overlaps.Load()
 		t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
@@ -187,7 +189,7 @@ func (r *run) b2(b1 *table) *table {
 func (r *run) b3(id string, d *deployment) *table {
 	const goroutines = 50
 	t := newTable(id, "50 goroutines, distinct keys, one client", map[string]any{"deployment": d.name, "goroutines": goroutines},
-		mPairs, mP50, mP99, mRT, mSrv, mOverlaps)
+		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mOverlaps)
 	all, ls := openAll(d, libs, 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
@@ -224,6 +226,7 @@ func (r *run) b3(id string, d *deployment) *table {
 		t.set(l.name, mP99.name, us(percentile(a.lat, .99)))
 		t.set(l.name, mRT.name, a.perOp(a.cmds))
 		t.set(l.name, mSrv.name, a.perOp(a.srv.calls))
+		t.set(l.name, mSrvCPU.name, us(a.srv.cpu)/float64(a.ops))
 		t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
 	}
 	r.checkExclusion(t, "", overlaps)

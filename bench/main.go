@@ -60,7 +60,7 @@ func benchmain(quick bool, jsonPath, only string) int {
 	atExit(func() { srv.Close() })
 	r := &run{quick: quick, dep: standalone(srv), reps: 5, slice: 2 * time.Second}
 	if quick {
-		r.reps, r.slice = 2, 400*time.Millisecond
+		r.reps, r.slice = 2, 300*time.Millisecond
 	}
 	m := describe(srv)
 	if r.rtt, err = roundTrip(r.dep); err != nil {

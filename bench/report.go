@@ -133,7 +133,7 @@ func (t *table) print(w io.Writer) {
 			fmt.Fprint(tw, "redisync/floor\t")
 			for _, m := range t.metrics {
 				if m.ratio {
-					fmt.Fprintf(tw, "%.2fx\t", t.ratio(m, t.get("floor", m.name)))
+					fmt.Fprintf(tw, "%sx\t", num(t.ratio(m, t.get("floor", m.name))))
 				} else {
 					fmt.Fprint(tw, "\t")
 				}
@@ -154,7 +154,7 @@ func (t *table) print(w io.Writer) {
 				break
 			}
 			if name, v := t.best(m); m.ratio && name != "" {
-				fmt.Fprintf(tw, "%.2fx %s\t", t.ratio(m, v), name)
+				fmt.Fprintf(tw, "%sx %s\t", num(t.ratio(m, v)), name)
 			} else {
 				fmt.Fprint(tw, "\t")
 			}

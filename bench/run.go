@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -101,8 +103,39 @@ func (a *acc) add(w *window, ops int64) error {
 	a.cmds += w.c1 - w.c0
 	a.srv.calls += w.s1.calls - w.s0.calls
 	a.srv.cpu += w.s1.cpu - w.s0.cpu
+	if a.srv.byCmd == nil {
+		a.srv.byCmd = map[string]int64{}
+	}
+	for name, n := range w.s1.byCmd {
+		if name != "info" {
+			a.srv.byCmd[name] += n - w.s0.byCmd[name]
+		}
+	}
 	a.mallocs += w.m1 - w.m0
 	return nil
+}
+
+// breakdown lists the server's calls per operation by command, the most frequent first.
+func (a *acc) breakdown(top int) string {
+	type kv struct {
+		name string
+		n    int64
+	}
+	var all []kv
+	for name, n := range a.srv.byCmd {
+		if n > 0 {
+			all = append(all, kv{name, n})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+	var parts []string
+	for i, x := range all {
+		if i == top {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f", x.name, a.perOp(x.n)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (a *acc) rate() float64 { return float64(a.ops) / a.elapsed.Seconds() }

@@ -37,7 +37,7 @@ func (r *run) b9() *table {
 	hold := 60 * time.Second
 	wd := 30 * time.Second // redisync's default watchdog timeout
 	if r.quick {
-		hold, wd = 6*time.Second, 3*time.Second
+		hold, wd = 4*time.Second, 3*time.Second
 	}
 	t := newTable("B9", fmt.Sprintf("watchdog: %d locks held for %v", locks, hold), map[string]any{"deployment": r.dep.name, "locks": locks, "hold_s": hold.Seconds()},
 		mRenewPer100, mRenewCmds, mPeriod, mRedisCPU, mGoPerLock, mLost)
