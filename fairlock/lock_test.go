@@ -3,6 +3,7 @@ package fairlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -57,20 +58,10 @@ func waitQueued(t *testing.T, l *fairlock.Lock, n int) {
 	t.Helper()
 	testkit.Eventually(t, 10*time.Second, func() error {
 		if got := waiting(t, l); got != n {
-			return errors.New("queue length " + itoa(got) + ", want " + itoa(n))
+			return fmt.Errorf("queue length %d, want %d", got, n)
 		}
 		return nil
 	})
-}
-
-func itoa(n int) string {
-	if n < 0 {
-		return "-" + itoa(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 func TestInvalidArguments(t *testing.T) {
