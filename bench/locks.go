@@ -109,6 +109,7 @@ func serialPairs(lk locker, prefix string, d time.Duration, sec *section, lat *[
 func (r *run) b2(b1 *table) *table {
 	t := newTable("B2", "reentrant Lock,Lock,Unlock,Unlock (redisync only: no peer has re-entry)", map[string]any{"deployment": r.dep.name},
 		mPairs, mP50, mP99, mRT, mSrv, mOverlaps)
+	t.noRatios = true
 	var n atomic.Int64
 	lk, err := openRedisync(r.dep, &n)
 	if err != nil {

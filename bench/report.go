@@ -29,6 +29,7 @@ type table struct {
 	vals      map[string]map[string]float64 // lib -> metric -> value (NaN: not applicable)
 	notes     []string
 	checks    []check
+	noRatios  bool // the rows are not peers of one another (B2 compares redisync with its own B1)
 }
 
 // A check is one target of BENCHMARKS.md, judged on this run's figures.
@@ -128,7 +129,7 @@ func (t *table) print(w io.Writer) {
 		}
 		fmt.Fprintln(tw)
 	}
-	if _, ok := t.vals["redisync"]; ok {
+	if _, ok := t.vals["redisync"]; ok && !t.noRatios {
 		if _, ok := t.vals["floor"]; ok {
 			fmt.Fprint(tw, "redisync/floor\t")
 			for _, m := range t.metrics {
