@@ -362,13 +362,17 @@ func TestRedissonQueue(t *testing.T) {
 			t.Fatalf("second in line %q, want our waiter %q", got, ours)
 		}
 
-		// Java: the holder unlocks and the waiter takes its turn, as Redisson's scripts do.
-		testkit.Do(t, rdb, "DEL", n)
-		testkit.Do(t, rdb, "LPOP", queue)
-		testkit.Do(t, rdb, "ZREM", timeout, javaWaiter)
-		testkit.Do(t, rdb, "ZINCRBY", timeout, "-"+ms(javaSlot), ours)
-		testkit.Do(t, rdb, "HSET", n, javaWaiter, "1")
-		testkit.Do(t, rdb, "PEXPIRE", n, ms(time.Minute))
+		// Java: the holder unlocks and the waiter takes its turn, in one script as Redisson's are.
+		handoff := `redis.call('del', KEYS[1])
+redis.call('lpop', KEYS[2])
+redis.call('zrem', KEYS[3], ARGV[1])
+redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), ARGV[2])
+redis.call('hset', KEYS[1], ARGV[1], 1)
+redis.call('pexpire', KEYS[1], ARGV[4])`
+		if err := rdb.Do(context.Background(), rdb.B().Eval().Script(handoff).Numkeys(3).Key(n, queue, timeout).
+			Arg(javaWaiter, ours, ms(javaSlot), ms(time.Minute)).Build()).Error(); err != nil && !rueidis.IsRedisNil(err) {
+			t.Fatal(err)
+		}
 		time.Sleep(100 * time.Millisecond)
 		if ln.when("go") != (time.Time{}) {
 			t.Fatal("our waiter acquired while the Java waiter held the lock")

@@ -204,7 +204,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 			case 2:
 				return false, 0, core.ErrAlreadyHeld
 			}
-			return false, time.Duration(res[1]) * time.Millisecond, nil
+			return false, core.RetryIn(res[1]), nil
 		},
 		Undo: func(ctx context.Context) { l.release(ctx, field) },
 	})

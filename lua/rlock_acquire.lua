@@ -16,8 +16,4 @@ if mine or redis.call('exists', KEYS[1]) == 0 then
   end
   return {1, count, token}
 end
--- PTTL says 0 in the lease's last millisecond; the waiter reads 0 as "unknown" and would wait a
--- whole re-check interval for a lock that is about to be free.
-local pttl = redis.call('pttl', KEYS[1])
-if pttl == 0 then pttl = 1 end
-return {0, pttl}
+return {0, redis.call('pttl', KEYS[1])}

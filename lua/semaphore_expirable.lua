@@ -70,7 +70,7 @@ if op == 'acquire' then
   if first[2] ~= nil and tonumber(first[2]) < NEVER then
     return {0, tonumber(first[2]) - now}
   end
-  return {0, 0}
+  return {0, -1} -- no lease will end: only a release can free a permit
 end
 
 -- release: ARGV[3..] permit ids, all or none. Returns {1, new count}, or {0, i} when the i-th id is

@@ -188,11 +188,7 @@ func (l *Lock) attempt(script *lua.Script, keys, args []string) core.Attempt {
 		case 3:
 			return false, 0, ErrUpgrade
 		}
-		ms := res[1]
-		if ms == 0 {
-			ms = 1 // PTTL rounds a lease in its last millisecond down to 0, which would read as unknown
-		}
-		return false, time.Duration(ms) * time.Millisecond, nil
+		return false, core.RetryIn(res[1]), nil
 	}
 }
 

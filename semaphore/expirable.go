@@ -137,7 +137,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 				return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, n, res[1])
 			}
 			// Wait at most until the earliest lease ends; a millisecond more, so that it has.
-			return false, time.Duration(res[1]+1) * time.Millisecond, nil
+			return false, core.RetryIn(res[1]), nil
 		},
 		Undo: func(ctx context.Context) { e.release(ctx, ids) },
 	})
