@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
@@ -296,12 +295,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // IsLocked reports whether any owner holds the lock.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Exists().Key(l.name).Build()).AsInt64()
-	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
-	}
-	return n == 1, nil
+	return l.c.Exists(ctx, kind, l.name, l.name)
 }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
@@ -311,38 +305,19 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
-// answers even when ctx has ended, since ctx here names the owner: a hold's ctx ends when the hold does.
+// answers even when ctx has ended, since ctx here names the owner.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	owner, ok := core.OwnerID(ctx)
 	if !ok {
 		return 0, nil
 	}
-	rdb := l.c.RDB()
-	n, err := rdb.Do(context.WithoutCancel(ctx), rdb.B().Hget().Key(l.name).Field(l.c.Owner(owner)).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
-	}
-	return int(n), nil
+	return l.c.HoldCount(ctx, kind, l.name, l.name, l.c.Owner(owner))
 }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it is held without expiry (only a foreign writer can do that).
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	rdb := l.c.RDB()
-	ms, err := rdb.Do(ctx, rdb.B().Pttl().Key(l.name).Build()).AsInt64()
-	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
-	}
-	switch ms {
-	case -2:
-		return 0, nil
-	case -1:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return l.c.TTL(ctx, kind, l.name, l.name)
 }
 
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
@@ -359,15 +334,5 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	held, err := l.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	ferr := fn(held)
-	lost := context.Cause(held)
-	uerr := l.Unlock(held)
-	if errors.Is(lost, core.ErrLost) {
-		return errors.Join(ferr, lost)
-	}
-	return errors.Join(ferr, uerr)
+	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

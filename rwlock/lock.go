@@ -2,7 +2,6 @@ package rwlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -311,52 +310,24 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// HoldCount returns how many times ctx's owner holds this side (0 when it does not).
+// HoldCount returns how many times ctx's owner holds this side (0 when it does not). Like Unlock, it
+// answers even when ctx has ended, since ctx here names the owner.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	owner, ok := core.OwnerID(ctx)
 	if !ok {
 		return 0, nil
 	}
-	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Hget().Key(l.name).Field(l.field(owner)).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, core.Errorf(l.kind(), l.name, err)
-	}
-	return int(n), nil
+	return l.c.HoldCount(ctx, l.kind(), l.name, l.name, l.field(owner))
 }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it is held without expiry (only a foreign writer can do that). Both sides share it.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	rdb := l.c.RDB()
-	ms, err := rdb.Do(ctx, rdb.B().Pttl().Key(l.name).Build()).AsInt64()
-	if err != nil {
-		return 0, core.Errorf(l.kind(), l.name, err)
-	}
-	switch ms {
-	case -2:
-		return 0, nil
-	case -1:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return l.c.TTL(ctx, l.kind(), l.name, l.name)
 }
 
 // Do runs fn while holding this side: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	held, err := l.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	ferr := fn(held)
-	lost := context.Cause(held)
-	uerr := l.Unlock(held)
-	if errors.Is(lost, core.ErrLost) {
-		return errors.Join(ferr, lost)
-	}
-	return errors.Join(ferr, uerr)
+	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

@@ -18,8 +18,12 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 	cc := (*core.Client)(c)
 	notReplicated := &core.ReplicationError{Acked: 0, Want: 1}
 	for name, ctx := range map[string]context.Context{
-		"plain ctx":      context.Background(),
-		"cancelable ctx": func() context.Context { ctx, cancel := context.WithTimeout(context.Background(), time.Minute); t.Cleanup(cancel); return ctx }(),
+		"plain ctx": context.Background(),
+		"cancelable ctx": func() context.Context {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			t.Cleanup(cancel)
+			return ctx
+		}(),
 	} {
 		undone := 0
 		_, err := cc.Acquire(ctx, time.Second, core.Wait{
