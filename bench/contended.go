@@ -31,11 +31,16 @@ func (r *run) contention(id, title string, d *deployment, ls []*lib, k int, size
 func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, sizes []time.Duration, fifo bool, extra func(t *table)) []*table {
 	var out []*table
 	for _, cs := range sizes {
+		// The round trip in which handoffs are judged, measured now: the machine's load drifts.
+		rtt, err := roundTrip(d)
+		if err != nil {
+			rtt = r.rtt
+		}
 		ms := []metric{mAcq, mHand50, mHand99, mHandRT, mWait99, mCmds, mSrvAcq, mJain, mOverlaps, mGaveUp}
 		if fifo {
 			ms = append(ms, mFIFO)
 		}
-		t := newTable(id, title, map[string]any{"deployment": d.name, "clients": k, "cs_us": cs.Microseconds()}, ms...)
+		t := newTable(id, title, map[string]any{"deployment": d.name, "clients": k, "cs_us": cs.Microseconds(), "rtt_us": int(us(rtt))}, ms...)
 		all, ok := openAll(d, ls, k, t)
 		accs := map[string]*acc{}
 		overlaps := map[string]int64{}
@@ -88,7 +93,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			h50 := percentile(a.handoff, .5)
 			t.set(l.name, mHand50.name, us(h50))
 			t.set(l.name, mHand99.name, us(percentile(a.handoff, .99)))
-			t.set(l.name, mHandRT.name, float64(h50)/float64(r.rtt))
+			t.set(l.name, mHandRT.name, float64(h50)/float64(rtt))
 			t.set(l.name, mWait99.name, us(percentile(a.lat, .99))/1000)
 			t.set(l.name, mCmds.name, a.perOp(a.cmds))
 			t.set(l.name, mSrvAcq.name, a.perOp(a.srv.calls))
@@ -256,7 +261,7 @@ func (r *run) b4checks(t *table) {
 	c := t.get("redisync", mCmds.name)
 	t.expect(c <= 4, "<= 4 Redis commands per acquisition", "%.2f", c)
 	h := t.get("redisync", mHandRT.name)
-	t.expect(h <= 2, "handoff p50 <= 2 round trips", "%.2f RTT (%.0f us)", h, t.get("redisync", mHand50.name))
+	t.expect(h <= 2, "handoff p50 <= 2 round trips", "%.2f RTT (%.0f us, RTT %v us)", h, t.get("redisync", mHand50.name), t.params["rtt_us"])
 	j := t.get("redisync", mJain.name)
 	t.expect(j >= 0.95, "Jain >= 0.95", "%.3f", j)
 	name, best := t.best(mAcq)

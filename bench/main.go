@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -106,6 +108,7 @@ func benchmain(quick bool, jsonPath, only string) int {
 		sizes := []time.Duration{0, 100 * time.Microsecond, time.Millisecond}
 		emit(r.contention("B4", "8 separate clients, one key", r.dep, contenders(), 8, sizes, r.b4checks)...)
 	}
+	sort.Slice(extraBenchmarks, func(i, j int) bool { return benchOrder(extraBenchmarks[i].id) < benchOrder(extraBenchmarks[j].id) })
 	for _, b := range extraBenchmarks {
 		if want(b.id) {
 			emit(b.run(r)...)
@@ -148,6 +151,12 @@ func contenders() []*lib {
 		}
 	}
 	return out
+}
+
+// benchOrder sorts "B5" before "B10".
+func benchOrder(id string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(id, "B"))
+	return n
 }
 
 // extraBenchmarks are the benchmarks beyond B1-B4, in the order they run.
