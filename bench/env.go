@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -77,6 +78,7 @@ type machine struct {
 	Redis      string  `json:"redis"`
 	Load       string  `json:"load_avg"`
 	RTT        float64 `json:"rtt_p50_us"`
+	Tree       string  `json:"tree"`
 	Start      string  `json:"start"`
 }
 
@@ -87,6 +89,7 @@ func describe(s *redistest.Server) machine {
 		Go:         runtime.Version(),
 		Load:       loadAvg(),
 		Start:      time.Now().UTC().Format(time.RFC3339),
+		Tree:       tree(),
 	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -104,6 +107,22 @@ func describe(s *redistest.Server) machine {
 		}
 	}
 	return m
+}
+
+// tree names the library's commit and how many files differ from it, since the run measures the
+// working tree the module's replace directive points at.
+func tree() string {
+	head, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	out := strings.TrimSpace(string(head))
+	if st, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+		if n := len(strings.Fields(strings.TrimSpace(string(st)))) / 2; n > 0 {
+			out += fmt.Sprintf(" + %d modified files", n)
+		}
+	}
+	return out
 }
 
 func loadAvg() string {
@@ -141,6 +160,6 @@ func roundTrip(d *deployment) (time.Duration, error) {
 }
 
 func (m machine) String() string {
-	return fmt.Sprintf("machine: %s, %d cores, GOMAXPROCS %d, %s; redis %s; load average %s; round trip (PING p50) %.0f us",
-		m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Redis, m.Load, m.RTT)
+	return fmt.Sprintf("machine: %s, %d cores, GOMAXPROCS %d, %s; redis %s; load average %s; round trip (PING p50) %.0f us; library at %s",
+		m.CPU, m.Cores, m.GOMAXPROCS, m.Go, m.Redis, m.Load, m.RTT, m.Tree)
 }

@@ -188,7 +188,7 @@ type row struct {
 
 func writeJSON(path string, m machine, tables []*table) error {
 	var rows []row
-	env := map[string]any{"cpu": m.CPU, "cores": m.Cores, "gomaxprocs": m.GOMAXPROCS, "go": m.Go, "redis": m.Redis, "load_avg": m.Load, "start": m.Start}
+	env := map[string]any{"cpu": m.CPU, "cores": m.Cores, "gomaxprocs": m.GOMAXPROCS, "go": m.Go, "redis": m.Redis, "load_avg": m.Load, "start": m.Start, "tree": m.Tree}
 	rows = append(rows, row{Bench: "env", Metric: "rtt_p50_us", Value: m.RTT, Params: env})
 	for _, t := range tables {
 		for _, lib := range t.libs {
