@@ -8,6 +8,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -27,20 +28,27 @@ type Script struct {
 	retryable bool
 }
 
-// Load returns the script in the embedded file name. It panics when the file is missing, which can
-// only happen through a mistake in this module, caught by any test that loads the package.
-func Load(name string) *Script {
-	src, err := files.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("lua: %v", err))
+// Load returns the script made of the embedded files names, in order: the first ones can define
+// functions that the last one calls, so that scripts share code without a round trip. It panics
+// when a file is missing, which can only happen through a mistake in this module, caught by any test
+// that loads the package.
+func Load(names ...string) *Script {
+	parts := make([]string, len(names))
+	for i, name := range names {
+		b, err := files.ReadFile(name)
+		if err != nil {
+			panic(fmt.Sprintf("lua: %v", err))
+		}
+		parts[i] = string(b)
 	}
-	return &Script{name: name, src: string(src), lua: rueidis.NewLuaScript(string(src))}
+	src := strings.Join(parts, "\n")
+	return &Script{name: names[len(names)-1], src: src, lua: rueidis.NewLuaScript(src)}
 }
 
 // LoadRetryable is Load for a script that is safe to send twice: rueidis re-sends it after a network
 // error. Only idempotent scripts may be loaded this way (an unlock guarded by a request id, a query).
-func LoadRetryable(name string) *Script {
-	s := Load(name)
+func LoadRetryable(names ...string) *Script {
+	s := Load(names...)
 	s.lua = rueidis.NewLuaScriptRetryable(s.src)
 	s.retryable = true
 	return s

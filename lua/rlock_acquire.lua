@@ -1,6 +1,8 @@
 -- Acquire a reentrant lock (Redisson's layout: a hash, field = owner, value = hold count).
--- KEYS[1] lock, KEYS[2] fencing counter
--- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] '1' reentrant, ARGV[4] '1' fenced
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiter records, KEYS[4] clients (rlock_wake.lua)
+-- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] '1' reentrant, ARGV[4] '1' fenced,
+-- ARGV[5] ms within which this waiter will try again ('0': it will not wait, record nothing),
+-- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left
 -- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it,
 -- {2} when the owner holds it already and re-entry is not allowed.
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
@@ -14,6 +16,19 @@ if mine or redis.call('exists', KEYS[1]) == 0 then
   if ARGV[4] == '1' then
     token = redis.call('incr', KEYS[2])
   end
+  if ARGV[5] ~= '0' then
+    redis.call('zrem', KEYS[3], ARGV[2])
+  end
   return {1, count, token}
+end
+if ARGV[5] ~= '0' then
+  local t = redis.call('time')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local window = tonumber(ARGV[5])
+  redis.call('zadd', KEYS[3], now + window, ARGV[2])
+  redis.call('pexpire', KEYS[3], window)
+  local linger = window + tonumber(ARGV[7])
+  redis.call('zadd', KEYS[4], now + linger, ARGV[6])
+  redis.call('pexpire', KEYS[4], linger)
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -19,6 +19,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
+// Linger is how long a channel stays subscribed after its last waiter left. Under contention the same
+// client waits on the same lock again and again: lingering spares a SUBSCRIBE and an UNSUBSCRIBE per
+// wait, and lets the next waiter register before its first try instead of trying twice.
+const Linger = 500 * time.Millisecond
+
 // ErrClosed is returned by Subscribe after Close.
 var ErrClosed = errors.New("pubsub: notifier closed")
 
@@ -54,6 +59,8 @@ type channel struct {
 	ready      chan struct{}
 	// resignal: the subscription was lost, wake everyone once it is back.
 	resignal bool
+	// idle: when the last waiter left.
+	idle time.Time
 	// sharded mode: a receiver goroutine runs for the channel; stopping: SUNSUBSCRIBE was sent.
 	receiving, stopping bool
 }
@@ -141,7 +148,7 @@ func (w *Waiter) Close() {
 	default:
 	}
 	if len(c.waiters) == 0 {
-		n.poke()
+		c.idle = time.Now()
 	}
 }
 
@@ -153,6 +160,26 @@ func (w *Waiter) signal() bool {
 	default:
 		return false
 	}
+}
+
+// Subscribed reports whether channel is subscribed now; a waiter that registers while it is can skip
+// the second try that covers the time a subscription takes.
+func (n *Notifier) Subscribed(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := n.chans[name]
+	return c != nil && c.subscribed && !c.stopping
+}
+
+// Waiters returns how many waiters wait on any channel (for leak checks).
+func (n *Notifier) Waiters() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	total := 0
+	for _, c := range n.chans {
+		total += len(c.waiters)
+	}
+	return total
 }
 
 // Waiting returns how many waiters wait on channel (for tests and benchmarks).
@@ -267,18 +294,22 @@ func (n *Notifier) dropped(lost bool, names ...string) {
 	}
 }
 
-// plan returns what to subscribe and unsubscribe, and forgets channels that need neither.
-func (n *Notifier) plan(pending map[string]bool) (sub, unsub []string) {
+// plan returns what to subscribe and unsubscribe, and forgets channels that need neither. A channel
+// to unsubscribe stops counting as subscribed at once, so no waiter registering from now on relies
+// on it.
+func (n *Notifier) plan() (sub, unsub []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for name, c := range n.chans {
 		want := len(c.waiters) > 0
 		switch {
-		case want && !c.subscribed && !pending[name]:
+		case want && !c.subscribed:
 			sub = append(sub, name)
-		case !want && c.subscribed:
+		case !want && c.subscribed && time.Since(c.idle) >= Linger:
 			unsub = append(unsub, name)
-		case !want && !c.subscribed && !pending[name]:
+			c.subscribed = false
+			c.ready = make(chan struct{})
+		case !want && !c.subscribed:
 			delete(n.chans, name)
 		}
 	}
@@ -342,14 +373,17 @@ func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healt
 		cancel()
 	}()
 	n.poke()
+	tick := time.NewTicker(Linger / 2) // to unsubscribe channels whose linger has passed
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return healthy
 		case <-n.kick:
+		case <-tick.C:
 		}
 		for {
-			sub, unsub := n.plan(nil)
+			sub, unsub := n.plan()
 			if len(sub) == 0 && len(unsub) == 0 {
 				break
 			}
@@ -364,7 +398,6 @@ func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healt
 				if err := dc.Do(ctx, dc.B().Unsubscribe().Channel(unsub...).Build()).Error(); err != nil {
 					return healthy
 				}
-				n.dropped(false, unsub...)
 			}
 		}
 	}
@@ -378,6 +411,8 @@ func (n *Notifier) runSharded() {
 	defer n.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	var receivers sync.WaitGroup
+	tick := time.NewTicker(Linger / 2)
+	defer tick.Stop()
 	for {
 		select {
 		case <-n.done:
@@ -397,6 +432,7 @@ func (n *Notifier) runSharded() {
 			receivers.Wait()
 			return
 		case <-n.kick:
+		case <-tick.C:
 		}
 		var start, stop []string
 		n.mu.Lock()
@@ -406,8 +442,10 @@ func (n *Notifier) runSharded() {
 			case want && !c.receiving:
 				c.receiving = true
 				start = append(start, name)
-			case !want && c.receiving && c.subscribed && !c.stopping:
+			case !want && c.receiving && c.subscribed && !c.stopping && time.Since(c.idle) >= Linger:
 				c.stopping = true
+				c.subscribed = false
+				c.ready = make(chan struct{})
 				stop = append(stop, name)
 			case !want && !c.receiving:
 				delete(n.chans, name)

@@ -23,8 +23,8 @@ import (
 
 var (
 	acquireScript = lua.Load("rlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("rlock_release.lua")
-	forceScript   = lua.Load("rlock_force_release.lua")
+	releaseScript = lua.LoadRetryable("rlock_wake.lua", "rlock_release.lua")
+	forceScript   = lua.Load("rlock_wake.lua", "rlock_force_release.lua")
 	renewScript   = lua.Load("rlock_renew.lua")
 )
 
@@ -33,6 +33,9 @@ var (
 const latchTTL = "10000"
 
 const kind = "lock"
+
+// lingerMs: a client keeps listening on a lock's wake channel this long after its last waiter left.
+var lingerMs = strconv.FormatInt(pubsub.Linger.Milliseconds(), 10)
 
 // Lock is a distributed reentrant lock on one name. It is cheap to create and safe for concurrent use;
 // two Lock values with the same name on the same Client are the same lock.
@@ -43,6 +46,9 @@ type Lock struct {
 	reentrant  bool
 	fenced     bool
 	channel    string
+	wakePrefix string // + client id: this client's wake channel
+	waitersKey string
+	clientsKey string
 	tokenKey   string
 	latchKey   string
 	leaseMs    string
@@ -89,6 +95,9 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	}
 	l.channel = core.Prefixed("redisson_lock__channel", name)
 	l.tokenKey = core.Prefixed("redisson_lock_token", name)
+	l.wakePrefix = core.Prefixed("redisync_lock__wake", name) + ":"
+	l.waitersKey = core.Prefixed("redisync_lock_waiters", name)
+	l.clientsKey = core.Prefixed("redisync_lock_clients", name)
 	l.latchKey = core.Prefixed("redisson_unlock_latch", name) + ":"
 	lease := l.lease
 	if lease == 0 {
@@ -132,8 +141,16 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	}
 	ctx, owner := core.EnsureOwner(ctx)
 	field := l.c.Owner(owner)
-	keys := []string{l.name, l.tokenKey}
-	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg}
+	keys := []string{l.name, l.tokenKey, l.waitersKey, l.clientsKey}
+	window := "0" // a single try records no waiter
+	if wait != 0 && l.c.NumSub() != "" {
+		window = strconv.FormatInt(l.c.WaitWindow().Milliseconds(), 10)
+	}
+	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs}
+	wake := ""
+	if window != "0" {
+		wake = l.wakePrefix + l.c.ID()
+	}
 	var token int64
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
@@ -141,6 +158,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	}
 	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
 		Channel: l.channel,
+		Wake:    wake,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
@@ -161,12 +179,23 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		Undo: func(ctx context.Context) { l.release(ctx, field) },
 	})
 	if err != nil {
+		if window != "0" {
+			l.forget(ctx, field)
+		}
 		return nil, core.Errorf(kind, l.name, err)
 	}
 	if l.fenced {
 		held = context.WithValue(held, tokenKey{l.c, l.name}, token)
 	}
 	return held, nil
+}
+
+// forget removes the record of a waiter that gave up, so that no release wakes its client for it.
+func (l *Lock) forget(ctx context.Context, field string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
+	defer cancel()
+	rdb := l.c.RDB()
+	rdb.Do(ctx, rdb.B().Zrem().Key(l.waitersKey).Member(field).Build())
 }
 
 type tokenKey struct {
@@ -202,8 +231,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.channel, l.latchKey + uuid.NewString()}
-	n, err := l.c.Run(ctx, releaseScript, keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
+	keys := []string{l.name, l.channel, l.latchKey + uuid.NewString(), l.waitersKey, l.clientsKey, l.wakePrefix}
+	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.c.NumSub()}
+	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +250,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
 	}
-	n, err := l.c.Run(ctx, forceScript, []string{l.name, l.channel}, []string{l.c.Publish()}).AsInt64()
+	keys := []string{l.name, l.channel, l.waitersKey, l.clientsKey, l.wakePrefix}
+	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish(), l.c.NumSub()}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}

@@ -16,6 +16,9 @@ type Attempt func(ctx context.Context) (ok bool, retryIn time.Duration, err erro
 // Wait describes how a primitive waits for its object.
 type Wait struct {
 	Channel string        // where releases are announced
+	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
+	// rlock); the waiter listens on both.
+	Wake string
 	Weight  int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy  pubsub.Policy // how many waiters a message wakes
 	Try     Attempt
@@ -46,6 +49,16 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 		ok, retryIn, err := c.try(ctx, tryCtx, w)
 		return ok, retryIn, start, err
 	}
+	// A waiter that registers while its channels are subscribed needs one try only: any release
+	// after that try is announced to it. Otherwise it subscribes after a failed try and tries again
+	// once subscribed, to cover a release in between.
+	var ws waiters
+	if wait != 0 && c.notifier.Subscribed(w.Channel) && (w.Wake == "" || c.notifier.Subscribed(w.Wake)) {
+		if err := ws.add(c, w); err != nil {
+			return time.Time{}, c.closedOr(err)
+		}
+	}
+	defer func() { ws.close() }() // ws grows below
 	ok, retryIn, start, err := try()
 	if ok || err != nil {
 		return start, err
@@ -57,12 +70,13 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	if wait > 0 {
 		deadline = time.Now().Add(wait)
 	}
-	waiter, err := c.notifier.Subscribe(w.Channel, w.Weight, w.Policy)
-	if err != nil {
-		return time.Time{}, c.closedOr(err)
+	if len(ws) == 0 {
+		if err := ws.add(c, w); err != nil {
+			return time.Time{}, c.closedOr(err)
+		}
+	} else if ws.ready() {
+		ws.settle()
 	}
-	defer waiter.Close()
-	ready := waiter.Ready()
 	// Since Go 1.23 a stopped or reset timer never delivers a stale tick, so no draining is needed.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -80,11 +94,15 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 		if d > 0 {
 			timer.Reset(d)
 			select {
-			case <-ready:
-				// Subscribed: the second try, after which every release is announced to us.
-				ready = nil
+			case <-ws.readyCh(0):
+				ws.readied(0)
 				last = false
-			case <-waiter.C():
+			case <-ws.readyCh(1):
+				ws.readied(1)
+				last = false
+			case <-ws.signal(0):
+				last = false
+			case <-ws.signal(1):
 				last = false
 			case <-timer.C:
 			case <-ctx.Done():
@@ -93,6 +111,9 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				return time.Time{}, ErrClosed
 			}
 			timer.Stop()
+			if ws.subscribing() {
+				continue // the other channel is not subscribed yet: the try after it covers both
+			}
 		}
 		if ok, retryIn, start, err = try(); ok || err != nil {
 			return start, err
@@ -101,6 +122,79 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 			return time.Time{}, ErrNotAcquired
 		}
 	}
+}
+
+// waiters are a wait's places on its channels: the release channel, and the wake channel if any.
+type waiters []*waiter
+
+type waiter struct {
+	*pubsub.Waiter
+	ready <-chan struct{} // nil once subscribed
+}
+
+func (ws *waiters) add(c *Client, w Wait) error {
+	for _, ch := range []string{w.Channel, w.Wake} {
+		if ch == "" {
+			continue
+		}
+		pw, err := c.notifier.Subscribe(ch, w.Weight, w.Policy)
+		if err != nil {
+			ws.close()
+			return err
+		}
+		*ws = append(*ws, &waiter{Waiter: pw, ready: pw.Ready()})
+	}
+	return nil
+}
+
+func (ws waiters) close() {
+	for _, w := range ws {
+		w.Close()
+	}
+}
+
+// ready reports whether every channel is subscribed now.
+func (ws waiters) ready() bool {
+	for _, w := range ws {
+		select {
+		case <-w.ready:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// settle marks every channel subscribed.
+func (ws waiters) settle() {
+	for _, w := range ws {
+		w.ready = nil
+	}
+}
+
+func (ws waiters) subscribing() bool {
+	for _, w := range ws {
+		if w.ready != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (ws waiters) readyCh(i int) <-chan struct{} {
+	if i < len(ws) {
+		return ws[i].ready
+	}
+	return nil
+}
+
+func (ws waiters) readied(i int) { ws[i].ready = nil }
+
+func (ws waiters) signal(i int) <-chan struct{} {
+	if i < len(ws) {
+		return ws[i].C()
+	}
+	return nil
 }
 
 // try runs one attempt on tryCtx, which ignores cancellation. The caller stops waiting for it when ctx

@@ -42,6 +42,7 @@ type Client struct {
 	id       string
 	cfg      Config
 	publish  string
+	numsub   string
 	notifier *pubsub.Notifier
 	watchdog *Watchdog
 	replicas replicaCache
@@ -74,11 +75,15 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		id:      uuid.NewString(),
 		cfg:     cfg,
 		publish: "publish",
+		numsub:  "numsub",
 		holds:   make(map[string]map[string]*hold),
 		done:    make(chan struct{}),
 	}
-	if sharded {
-		c.publish = "spublish"
+	switch {
+	case sharded:
+		c.publish, c.numsub = "spublish", "shardnumsub"
+	case rdb.Mode() == rueidis.ClientModeCluster:
+		c.numsub = "" // classic Pub/Sub counts the subscribers of one node only
 	}
 	c.notifier = pubsub.New(rdb, sharded)
 	c.watchdog = newWatchdog(c.RunAcquire, cfg.WatchdogTimeout, rdb.Mode() == rueidis.ClientModeCluster)
@@ -149,6 +154,15 @@ func (c *Client) Owner(id int64) string { return c.id + ":" + strconv.FormatInt(
 // Publish returns the command that scripts publish with: "spublish" on a Redis 7+ cluster, where the
 // notifier uses sharded Pub/Sub, else "publish".
 func (c *Client) Publish() string { return c.publish }
+
+// NumSub returns the PUBSUB subcommand that counts a channel's subscribers where the scripts can
+// trust it ("numsub", "shardnumsub"), or "" on a cluster with classic Pub/Sub, where a node counts
+// only its own subscribers.
+func (c *Client) NumSub() string { return c.numsub }
+
+// WaitWindow is how long a waiter's record in Redis says it will keep waiting without trying again:
+// twice the recheck interval, the longest a live waiter goes without a try.
+func (c *Client) WaitWindow() time.Duration { return 2 * c.cfg.Recheck }
 
 // Notifier returns the client's notifier.
 func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }

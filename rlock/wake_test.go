@@ -1,0 +1,185 @@
+package rlock_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rlock"
+)
+
+// scriptCalls sums the EVAL and EVALSHA calls of every node: each is one try or one release.
+func scriptCalls(t *testing.T, tg *testkit.Target) int64 {
+	t.Helper()
+	var total int64
+	for _, s := range tg.Servers {
+		out, err := s.Do("INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+					n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+					total += n
+				}
+			}
+		}
+	}
+	return total
+}
+
+// A release wakes one waiting client, not every client that waits: with 8 clients contending, an
+// acquisition costs about one failed try, one successful try and one release. Waking every client
+// (Redisson's way) costs about 10.
+func TestNoHerd(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		locks := make([]*rlock.Lock, 8)
+		for i := range locks {
+			locks[i] = newLock(t, tg.Client(t), "no-herd")
+		}
+		var sec testkit.Section
+		run := func(n int) {
+			var wg sync.WaitGroup
+			for _, l := range locks {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < n; i++ {
+						held, err := l.Lock(context.Background())
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						sec.Enter()
+						time.Sleep(200 * time.Microsecond)
+						sec.Leave()
+						if err := l.Unlock(held); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		run(5) // warm up: scripts loaded, channels subscribed
+		before := scriptCalls(t, tg)
+		run(40)
+		calls := float64(scriptCalls(t, tg)-before) / (8 * 40)
+		t.Logf("%.2f script calls per acquisition", calls)
+		if calls > 4.5 {
+			t.Fatalf("%.2f script calls per acquisition with 8 waiting clients: a release wakes more than one", calls)
+		}
+		if sec.Max() != 1 {
+			t.Fatalf("%d owners inside at once", sec.Max())
+		}
+	})
+}
+
+// A waiter whose client closed while it waited leaves records behind; the next release passes over
+// them and wakes a live waiter at once.
+func TestClosedWaiterDoesNotStallTheLine(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		slow := redisync.WithRecheckInterval(time.Minute) // only a wake-up can be fast
+		holder := newLock(t, tg.Client(t), "closed-waiter")
+		held := mustLock(t, holder, context.Background())
+
+		gone := tg.Client(t, slow)
+		dead := newLock(t, gone, "closed-waiter")
+		deadDone := make(chan error, 1)
+		go func() {
+			_, err := dead.Lock(context.Background())
+			deadDone <- err
+		}()
+		time.Sleep(100 * time.Millisecond) // its record is written first: it is first in line
+		live := newLock(t, tg.Client(t, slow), "closed-waiter")
+		got := make(chan error, 1)
+		go func() {
+			h, err := live.Lock(context.Background())
+			if err == nil {
+				err = live.Unlock(h)
+			}
+			got <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		gone.Close()
+		<-deadDone
+		mustUnlock(t, holder, held)
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("the release woke the closed client's waiter, and nobody else")
+		}
+	})
+}
+
+// A Java process waiting on Redisson's channel is woken by our release even while our own waiters,
+// woken on their clients' channels, are queued too.
+func TestJavaWaiterWokenBesideOurs(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		holder := newLock(t, tg.Client(t), "java-beside")
+		held := mustLock(t, holder, context.Background())
+
+		// Our waiter, queued with a record and a wake channel.
+		ours := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "java-beside")
+		oursDone := make(chan error, 1)
+		go func() {
+			h, err := ours.Lock(context.Background())
+			if err == nil {
+				err = ours.Unlock(h)
+			}
+			oursDone <- err
+		}()
+
+		// The Java waiter: a subscriber on Redisson's channel that leaves no record.
+		channel := "redisson_lock__channel:{java-beside}"
+		sub := rdb.B().Subscribe().Channel(channel).Build()
+		if tg.Name == "cluster" {
+			sub = rdb.B().Ssubscribe().Channel(channel).Build()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		heard := make(chan string, 4)
+		subscribed := make(chan struct{})
+		var once sync.Once
+		hook := rueidis.WithOnSubscriptionHook(ctx, func(rueidis.PubSubSubscription) { once.Do(func() { close(subscribed) }) })
+		recvDone := make(chan struct{})
+		go func() {
+			defer close(recvDone)
+			rdb.Receive(hook, sub, func(m rueidis.PubSubMessage) { heard <- m.Message })
+		}()
+		<-subscribed
+		time.Sleep(200 * time.Millisecond)
+
+		mustUnlock(t, holder, held)
+		select {
+		case m := <-heard:
+			if m != "0" {
+				t.Fatalf("the Java waiter heard %q, want Redisson's unlock message 0", m)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("our release did not wake the Java waiter")
+		}
+		if err := <-oursDone; err != nil {
+			t.Fatal(err)
+		}
+		unsub := rdb.B().Unsubscribe().Channel(channel).Build()
+		if tg.Name == "cluster" {
+			unsub = rdb.B().Sunsubscribe().Channel(channel).Build()
+		}
+		rdb.Do(context.Background(), unsub)
+		cancel()
+		<-recvDone
+	})
+}
