@@ -15,13 +15,13 @@ type Attempt func(ctx context.Context) (ok bool, retryIn time.Duration, err erro
 
 // Wait describes how a primitive waits for its object.
 type Wait struct {
-	Channel string        // where releases are announced
+	Channel string // where releases are announced
 	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
 	// rlock); the waiter listens on both.
-	Wake string
-	Weight  int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
-	Policy  pubsub.Policy // how many waiters a message wakes
-	Try     Attempt
+	Wake   string
+	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
+	Policy pubsub.Policy // how many waiters a message wakes
+	Try    Attempt
 	// Undo gives back what a successful try acquired when the caller's ctx ended while it ran, or
 	// when the try reported an error with its success (not acknowledged by the replicas). Nil when
 	// there is nothing to give back.
