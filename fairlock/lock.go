@@ -21,8 +21,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
@@ -266,7 +264,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.latchKey + uuid.NewString()}
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.latchKey + l.c.RequestID()}
 	n, err := l.c.Run(ctx, releaseScript, keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
 	if err != nil {
 		return 0, err

@@ -13,8 +13,8 @@
 -- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then
 -- everyone is woken as Redisson does.
 local function wake(waiters, clients, shared, prefix, now, publish, numsub)
-  if numsub == '' then
-    redis.call(publish, shared, '0')
+  if numsub == '' or redis.call('exists', waiters) == 0 then
+    redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
   redis.call('zremrangebyscore', waiters, '-inf', now)

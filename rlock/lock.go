@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
@@ -231,7 +229,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.channel, l.latchKey + uuid.NewString(), l.waitersKey, l.clientsKey, l.wakePrefix}
+	keys := []string{l.name, l.channel, l.latchKey + l.c.RequestID(), l.waitersKey, l.clientsKey, l.wakePrefix}
 	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.c.NumSub()}
 	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
@@ -250,7 +249,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, owner int64) (int64, error) {
-	latch := l.latchKey + uuid.NewString()
+	latch := l.latchKey + l.c.RequestID()
 	var res rueidis.RedisResult
 	if l.writer {
 		keys := []string{l.name, l.channel, l.leasePrefix, latch}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +47,8 @@ type Client struct {
 	notifier *pubsub.Notifier
 	watchdog *Watchdog
 	replicas replicaCache
+
+	requests atomic.Uint64
 
 	mu     sync.Mutex
 	holds  map[string]map[string]*hold // main key -> owner field -> hold
@@ -154,6 +157,12 @@ func (c *Client) Owner(id int64) string { return c.id + ":" + strconv.FormatInt(
 // Publish returns the command that scripts publish with: "spublish" on a Redis 7+ cluster, where the
 // notifier uses sharded Pub/Sub, else "publish".
 func (c *Client) Publish() string { return c.publish }
+
+// RequestID returns an id never returned before by any client: the client's UUID and a counter. It
+// names a request's record in Redis (an unlock latch), so that a retried request finds it.
+func (c *Client) RequestID() string {
+	return c.id + ":" + strconv.FormatUint(c.requests.Add(1), 10)
+}
 
 // NumSub returns the PUBSUB subcommand that counts a channel's subscribers where the scripts can
 // trust it ("numsub", "shardnumsub"), or "" on a cluster with classic Pub/Sub, where a node counts
