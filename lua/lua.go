@@ -22,10 +22,10 @@ var files embed.FS
 // Scripts are not retried on network errors: most are not idempotent (re-entry increments a count,
 // acquiring permits decrements one), and a blind retry could acquire twice.
 type Script struct {
-	name      string
-	src       string
-	lua       *rueidis.Lua
-	retryable bool
+	name  string
+	src   string
+	lua   *rueidis.Lua
+	retry *rueidis.Lua // the same script, re-sent by rueidis after a network error; nil if unsafe
 }
 
 // Load returns the script made of the embedded files names, in order: the first ones can define
@@ -49,13 +49,17 @@ func Load(names ...string) *Script {
 // error. Only idempotent scripts may be loaded this way (an unlock guarded by a request id, a query).
 func LoadRetryable(names ...string) *Script {
 	s := Load(names...)
-	s.lua = rueidis.NewLuaScriptRetryable(s.src)
-	s.retryable = true
+	s.retry = rueidis.NewLuaScriptRetryable(s.src)
 	return s
 }
 
 // Retryable reports whether rueidis re-sends the script after a network error.
-func (s *Script) Retryable() bool { return s.retryable }
+func (s *Script) Retryable() bool { return s.retry != nil }
+
+// ExecRetrying runs a retryable script with rueidis's retries: until it gets an answer or ctx ends.
+func (s *Script) ExecRetrying(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.retry.Exec(ctx, c, keys, args)
+}
 
 // Name returns the file name of the script.
 func (s *Script) Name() string { return s.name }

@@ -43,13 +43,13 @@ type Lock struct {
 	lease      time.Duration
 	reentrant  bool
 	fenced     bool
+	keys       []string // the acquire script's KEYS: the lock, its fencing counter, waiters, clients
 	channel    string
-	wakePrefix string // + client id: this client's wake channel
-	waitersKey string
-	clientsKey string
-	tokenKey   string
-	latchKey   string
+	wake       string // this client's wake channel
+	wakePrefix string // wake without the client id
+	latchKey   string // + ":" + a request id: one unlock latch
 	leaseMs    string
+	windowMs   string
 	reentryArg string
 	fenceArg   string
 }
@@ -91,12 +91,16 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if l.lease > 0 && l.lease < time.Millisecond {
 		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", l.lease)
 	}
-	l.channel = core.Prefixed("redisson_lock__channel", name)
-	l.tokenKey = core.Prefixed("redisson_lock_token", name)
-	l.wakePrefix = core.Prefixed("redisync_lock__wake", name) + ":"
-	l.waitersKey = core.Prefixed("redisync_lock_waiters", name)
-	l.clientsKey = core.Prefixed("redisync_lock_clients", name)
-	l.latchKey = core.Prefixed("redisson_unlock_latch", name) + ":"
+	side := core.SideKeys(name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
+		"redisson_lock__channel", "redisson_unlock_latch", "redisync_lock__wake")
+	l.keys = []string{name, side[0], side[1], side[2]}
+	l.channel, l.latchKey = side[3], side[4]
+	l.wake = side[5] + ":" + l.c.ID()
+	l.wakePrefix = l.wake[:len(l.wake)-len(l.c.ID())]
+	l.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted
+	if l.c.NumSub() != "" {
+		l.windowMs = strconv.FormatInt(l.c.WaitWindow().Milliseconds(), 10)
+	}
 	lease := l.lease
 	if lease == 0 {
 		lease = l.c.Config().WatchdogTimeout
@@ -139,20 +143,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	}
 	ctx, owner := core.EnsureOwner(ctx)
 	field := l.c.Owner(owner)
-	keys := []string{l.name, l.tokenKey, l.waitersKey, l.clientsKey}
-	window := "0" // a single try records no waiter
-	if wait != 0 && l.c.NumSub() != "" {
-		window = strconv.FormatInt(l.c.WaitWindow().Milliseconds(), 10)
+	window, wake := l.windowMs, l.wake
+	if wait == 0 || window == "0" { // a single try records no waiter
+		window, wake = "0", ""
 	}
 	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs}
-	wake := ""
-	if window != "0" {
-		wake = l.wakePrefix + l.c.ID()
-	}
 	var token int64
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
-		Renew: core.RenewSpec{Script: renewScript, Keys: []string{l.name}, Args: []string{field}},
+		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: []string{field}},
 	}
 	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
 		Channel: l.channel,
@@ -160,7 +159,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, keys, args))
+			reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, l.keys, args))
 			res, err := reply.AsIntSlice()
 			if err != nil {
 				return false, 0, err
@@ -193,7 +192,7 @@ func (l *Lock) forget(ctx context.Context, field string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
 	rdb := l.c.RDB()
-	rdb.Do(ctx, rdb.B().Zrem().Key(l.waitersKey).Member(field).Build())
+	rdb.Do(ctx, rdb.B().Zrem().Key(l.keys[2]).Member(field).Build())
 }
 
 type tokenKey struct {
@@ -220,7 +219,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	field := l.c.Owner(owner)
 	err := l.c.ReleaseHold(l.name, field, func() (int64, error) {
-		return l.release(context.WithoutCancel(ctx), field)
+		return l.release(core.Detach(ctx), field)
 	})
 	if err != nil {
 		return core.Errorf(kind, l.name, err)
@@ -229,7 +228,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.channel, l.latchKey + l.c.RequestID(), l.waitersKey, l.clientsKey, l.wakePrefix}
+	keys := []string{l.name, l.channel, l.c.RequestKey(l.latchKey), l.keys[2], l.keys[3], l.wakePrefix}
 	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.c.NumSub()}
 	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
 	if err != nil {
@@ -248,7 +247,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
 	}
-	keys := []string{l.name, l.channel, l.waitersKey, l.clientsKey, l.wakePrefix}
+	keys := []string{l.name, l.channel, l.keys[2], l.keys[3], l.wakePrefix}
 	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish(), l.c.NumSub()}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)

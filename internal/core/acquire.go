@@ -43,7 +43,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
 	}
-	tryCtx := context.WithoutCancel(ctx)
+	tryCtx := Detach(ctx)
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, tryCtx, w)

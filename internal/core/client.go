@@ -51,7 +51,7 @@ type Client struct {
 	requests atomic.Uint64
 
 	mu     sync.Mutex
-	holds  map[string]map[string]*hold // main key -> owner field -> hold
+	holds  map[holdID]*hold
 	closed bool
 	done   chan struct{}
 }
@@ -79,7 +79,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		cfg:     cfg,
 		publish: "publish",
 		numsub:  "numsub",
-		holds:   make(map[string]map[string]*hold),
+		holds:   make(map[holdID]*hold),
 		done:    make(chan struct{}),
 	}
 	switch {
@@ -125,10 +125,8 @@ func (c *Client) Close() error {
 	c.closed = true
 	close(c.done)
 	var all []*hold
-	for _, byField := range c.holds {
-		for _, h := range byField {
-			all = append(all, h)
-		}
+	for _, h := range c.holds {
+		all = append(all, h)
 	}
 	c.mu.Unlock()
 	c.watchdog.close()
@@ -160,8 +158,16 @@ func (c *Client) Publish() string { return c.publish }
 
 // RequestID returns an id never returned before by any client: the client's UUID and a counter. It
 // names a request's record in Redis (an unlock latch), so that a retried request finds it.
-func (c *Client) RequestID() string {
-	return c.id + ":" + strconv.FormatUint(c.requests.Add(1), 10)
+func (c *Client) RequestID() string { return c.RequestKey("") }
+
+// RequestKey returns "prefix:" and a new RequestID, in one allocation (the id alone for prefix "").
+func (c *Client) RequestKey(prefix string) string {
+	b := make([]byte, 0, len(prefix)+len(c.id)+22)
+	if prefix != "" {
+		b = append(append(b, prefix...), ':')
+	}
+	b = append(append(b, c.id...), ':')
+	return string(strconv.AppendUint(b, c.requests.Add(1), 10))
 }
 
 // NumSub returns the PUBSUB subcommand that counts a channel's subscribers where the scripts can
@@ -196,9 +202,5 @@ func (c *Client) Renewals() int { return c.watchdog.Len() }
 func (c *Client) Holds() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for _, byField := range c.holds {
-		n += len(byField)
-	}
-	return n
+	return len(c.holds)
 }

@@ -15,12 +15,17 @@ const RetryBound = 5 * time.Second
 
 // Run executes a script that only reads, or that gives something back (a release).
 func (c *Client) Run(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
-	if _, ok := ctx.Deadline(); !ok && s.Retryable() {
+	res := s.Exec(ctx, c.rdb, keys, args)
+	if !s.Retryable() || res.NonRedisError() == nil || ctx.Err() != nil {
+		return res
+	}
+	// A network error: send it again until it is answered, within RetryBound unless ctx is shorter.
+	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, RetryBound)
 		defer cancel()
 	}
-	return s.Exec(ctx, c.rdb, keys, args)
+	return s.ExecRetrying(ctx, c.rdb, keys, args)
 }
 
 // RunAcquire executes a script that takes or extends a hold (an acquisition, a renewal, a fencing

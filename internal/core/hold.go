@@ -19,6 +19,9 @@ type HoldSpec struct {
 	Renew RenewSpec
 }
 
+// holdID names one owner's hold on one object: the object's main key and the owner's field.
+type holdID struct{ key, field string }
+
 // hold is this client's record of one owner's hold on one object: the contexts handed out for each
 // acquisition not yet released (re-entry gives several) and the hold's watchdog entry.
 type hold struct {
@@ -57,15 +60,11 @@ func (c *Client) beginHold(spec HoldSpec) (*hold, error) {
 	if c.closed {
 		return nil, ErrClosed
 	}
-	byField := c.holds[spec.Key]
-	if byField == nil {
-		byField = make(map[string]*hold)
-		c.holds[spec.Key] = byField
-	}
-	h := byField[spec.Field]
+	id := holdID{spec.Key, spec.Field}
+	h := c.holds[id]
 	if h == nil {
 		h = &hold{c: c, spec: spec}
-		byField[spec.Field] = h
+		c.holds[id] = h
 	}
 	h.mu.Lock()
 	h.pending++
@@ -111,7 +110,7 @@ func (h *hold) commit(parent context.Context, start time.Time) context.Context {
 // so that the caller may try again.
 func (c *Client) ReleaseHold(key, field string, send func() (remaining int64, err error)) error {
 	c.mu.Lock()
-	h := c.holds[key][field]
+	h := c.holds[holdID{key, field}]
 	c.mu.Unlock()
 	if h == nil {
 		_, err := send()
@@ -166,8 +165,10 @@ func (c *Client) ReleaseHold(key, field string, send func() (remaining int64, er
 func (c *Client) LoseHolds(key string, cause error) {
 	c.mu.Lock()
 	var all []*hold
-	for _, h := range c.holds[key] {
-		all = append(all, h)
+	for id, h := range c.holds { // rare (a forced unlock): a scan beats a second index
+		if id.key == key {
+			all = append(all, h)
+		}
 	}
 	c.mu.Unlock()
 	for _, h := range all {
@@ -207,12 +208,8 @@ func (h *hold) forgetIfIdle() {
 		h.c.watchdog.remove(h.entry)
 		h.entry = nil
 	}
-	byField := h.c.holds[h.spec.Key]
-	if byField[h.spec.Field] == h {
-		delete(byField, h.spec.Field)
-		if len(byField) == 0 {
-			delete(h.c.holds, h.spec.Key)
-		}
+	if id := (holdID{h.spec.Key, h.spec.Field}); h.c.holds[id] == h {
+		delete(h.c.holds, id)
 	}
 }
 

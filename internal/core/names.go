@@ -15,14 +15,27 @@ import (
 
 // Prefixed returns the side key or channel "prefix:{name}" (or the form that keeps name's slot).
 func Prefixed(prefix, name string) string {
+	var b strings.Builder
+	writePrefixed(&b, prefix, name)
+	return b.String()
+}
+
+func writePrefixed(b *strings.Builder, prefix, name string) {
+	b.WriteString(prefix)
 	switch {
 	case hasTag(name):
-		return prefix + ":" + name
+		b.WriteString(":")
 	case !strings.Contains(name, "}"):
-		return prefix + ":{" + name + "}"
+		b.WriteString(":{")
+		b.WriteString(name)
+		b.WriteString("}")
+		return
 	default:
-		return prefix + ":{" + slotTag(Slot(name)) + "}:" + name
+		b.WriteString(":{")
+		b.WriteString(slotTag(Slot(name)))
+		b.WriteString("}:")
 	}
+	b.WriteString(name)
 }
 
 // Suffixed returns the side key or channel "{name}:suffix" (or the form that keeps name's slot).
@@ -35,6 +48,29 @@ func Suffixed(name, suffix string) string {
 	default:
 		return "{" + slotTag(Slot(name)) + "}:" + name + ":" + suffix
 	}
+}
+
+// SideKeys returns Prefixed(prefix, name) for each prefix, cut from one string so that a primitive
+// built per request (a lock per order id, say) pays one allocation for all its names.
+func SideKeys(name string, prefixes ...string) []string {
+	var b strings.Builder
+	n := 0
+	for _, p := range prefixes {
+		n += len(p) + len(name) + 8
+	}
+	b.Grow(n)
+	ends := make([]int, len(prefixes))
+	for i, p := range prefixes {
+		writePrefixed(&b, p, name)
+		ends[i] = b.Len()
+	}
+	all := b.String()
+	keys := make([]string, len(prefixes))
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
+	return keys
 }
 
 // hasTag reports whether Redis Cluster hashes name by a tag: a '{' followed later by a '}' with at least

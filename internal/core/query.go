@@ -23,7 +23,7 @@ func (c *Client) Exists(ctx context.Context, kind, name, key string) (bool, erro
 // names the owner and is used detached from its cancellation, as Unlock does: a hold's ctx ends when
 // the hold does, which is when a caller most wants to ask.
 func (c *Client) HoldCount(ctx context.Context, kind, name, key, field string) (int, error) {
-	n, err := c.rdb.Do(context.WithoutCancel(ctx), c.rdb.B().Hget().Key(key).Field(field).Build()).AsInt64()
+	n, err := c.rdb.Do(Detach(ctx), c.rdb.B().Hget().Key(key).Field(field).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -46,6 +46,15 @@ func (c *Client) TTL(ctx context.Context, kind, name, key string) (time.Duration
 		return -1, nil
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot
+// be cancelled anyway, which spares an allocation on the common path.
+func Detach(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // Locked runs fn between lock and unlock, with the hold's ctx. When the hold was lost while fn ran,

@@ -45,6 +45,9 @@ func (e *ReplicationError) Unwrap() error { return ErrNotReplicated }
 // error, if any. A Try uses it to learn whether its script acquired even though the write was not
 // acknowledged, and then reports (true, _, err) so that Acquire gives the acquisition back.
 func SplitReplication(res rueidis.RedisResult) (rueidis.RedisResult, error) {
+	if res.Error() == nil {
+		return res, nil
+	}
 	var re *ReplicationError
 	if errors.As(res.Error(), &re) && re.Reply.Error() == nil {
 		return re.Reply, re
