@@ -1,0 +1,141 @@
+package pubsub_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"go.uber.org/goleak"
+
+	"github.com/redisync/redisync/pubsub"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func setup(t *testing.T) (*miniredis.Miniredis, rueidis.Client, *pubsub.Notifier) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := pubsub.New(rdb, false)
+	t.Cleanup(func() { n.Close(); rdb.Close() })
+	return m, rdb, n
+}
+
+func ready(t *testing.T, w *pubsub.Waiter) {
+	t.Helper()
+	select {
+	case <-w.Ready():
+	case <-time.After(2 * time.Second):
+		t.Fatal("never subscribed")
+	}
+}
+
+func woken(w *pubsub.Waiter, within time.Duration) bool {
+	select {
+	case <-w.C():
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+func publish(t *testing.T, rdb rueidis.Client, ch, msg string) {
+	t.Helper()
+	if err := rdb.Do(context.Background(), rdb.B().Publish().Channel(ch).Message(msg).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWakeOneWakesTheOldestOnly(t *testing.T) {
+	_, rdb, n := setup(t)
+	var ws []*pubsub.Waiter
+	for i := 0; i < 3; i++ {
+		w, err := n.Subscribe("ch", 1, pubsub.WakeOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	ready(t, ws[0])
+	publish(t, rdb, "ch", "0")
+	if !woken(ws[0], time.Second) {
+		t.Fatal("the oldest waiter was not woken")
+	}
+	if woken(ws[1], 100*time.Millisecond) || woken(ws[2], 10*time.Millisecond) {
+		t.Fatal("one message woke more than one waiter")
+	}
+}
+
+func TestBudgetWakesWaitersThatFit(t *testing.T) {
+	_, rdb, n := setup(t)
+	count := func(m string) int64 { v, _ := strconv.ParseInt(m, 10, 64); return v }
+	big, _ := n.Subscribe("sem", 5, count) // wants 5: does not fit in 3
+	two, _ := n.Subscribe("sem", 2, count)
+	one, _ := n.Subscribe("sem", 1, count)
+	extra, _ := n.Subscribe("sem", 1, count) // nothing left for it
+	for _, w := range []*pubsub.Waiter{big, two, one, extra} {
+		defer w.Close()
+	}
+	ready(t, big)
+	publish(t, rdb, "sem", "3")
+	if !woken(two, time.Second) || !woken(one, time.Second) {
+		t.Fatal("a budget of 3 did not wake the waiters for 2 and 1")
+	}
+	if woken(big, 100*time.Millisecond) || woken(extra, 10*time.Millisecond) {
+		t.Fatal("waiters beyond the budget were woken")
+	}
+}
+
+func TestWakeUpIsKeptAndPassedOn(t *testing.T) {
+	_, rdb, n := setup(t)
+	a, _ := n.Subscribe("ch", 1, pubsub.WakeOne)
+	b, _ := n.Subscribe("ch", 1, pubsub.WakeOne)
+	defer b.Close()
+	ready(t, a)
+	publish(t, rdb, "ch", "0")
+	time.Sleep(100 * time.Millisecond) // delivered to a, which has not looked yet
+	a.Close()                          // a gives up without taking it: b gets its turn
+	if !woken(b, time.Second) {
+		t.Fatal("a wake-up that its waiter did not take was lost")
+	}
+}
+
+func TestIdleChannelIsUnsubscribed(t *testing.T) {
+	m, _, n := setup(t)
+	w, _ := n.Subscribe("idle", 1, pubsub.WakeAll)
+	ready(t, w)
+	if got := m.PubSubChannels(""); len(got) != 1 {
+		t.Fatalf("channels while waiting: %v", got)
+	}
+	w.Close()
+	deadline := time.Now().Add(pubsub.Linger + 2*time.Second)
+	for len(m.PubSubChannels("")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("channel still subscribed %v after its last waiter left", pubsub.Linger)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n.Channels() != 0 {
+		t.Fatalf("notifier still follows %d channels", n.Channels())
+	}
+}
+
+func TestCloseWakesWaitersAndRefusesNew(t *testing.T) {
+	_, _, n := setup(t)
+	w, _ := n.Subscribe("ch", 1, pubsub.WakeOne)
+	defer w.Close()
+	n.Close()
+	if !woken(w, time.Second) {
+		t.Fatal("Close did not wake the waiter")
+	}
+	if _, err := n.Subscribe("ch", 1, pubsub.WakeOne); err != pubsub.ErrClosed {
+		t.Fatalf("Subscribe after Close = %v, want ErrClosed", err)
+	}
+}
