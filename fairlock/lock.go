@@ -212,7 +212,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		return nil, core.Errorf(kind, l.name, err)
 	}
 	if l.fenced {
-		held = context.WithValue(held, tokenKey{l.c, l.name}, token)
+		held = l.c.WithToken(held, kind, l.name, token)
 	}
 	return held, nil
 }
@@ -230,15 +230,9 @@ func (l *Lock) leave(ctx context.Context, field string) {
 		[]string{field, l.slotMs, l.c.Publish()})
 }
 
-type tokenKey struct {
-	c    *core.Client
-	name string
-}
-
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
 func (l *Lock) Token(ctx context.Context) (int64, bool) {
-	t, ok := ctx.Value(tokenKey{l.c, l.name}).(int64)
-	return t, ok
+	return l.c.Token(ctx, kind, l.name)
 }
 
 // Unlock releases one hold of ctx's owner: the lock is free when every Lock has been matched by an
@@ -246,21 +240,9 @@ func (l *Lock) Token(ctx context.Context) (int64, bool) {
 // redisync.ErrNotHeld, and changes nothing, when the owner does not hold the lock (never did, or its
 // lease ended). It releases even when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return core.Invalid(kind, l.name, "nil context")
-	}
-	owner, ok := core.OwnerID(ctx)
-	if !ok {
-		return core.Errorf(kind, l.name, core.ErrNotHeld)
-	}
-	field := l.c.Owner(owner)
-	err := l.c.ReleaseHold(l.name, field, func() (int64, error) {
-		return l.release(context.WithoutCancel(ctx), field)
+	return l.c.Unlock(ctx, kind, l.name, l.name, l.c.Owner, func(ctx context.Context, _ int64, field string) (int64, error) {
+		return l.release(ctx, field)
 	})
-	if err != nil {
-		return core.Errorf(kind, l.name, err)
-	}
-	return nil
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {

@@ -232,20 +232,9 @@ func (l *Lock) downgradeParent(ctx context.Context) (context.Context, func(held 
 // The last read hold to go frees the lock and wakes one waiter; the last write hold wakes every
 // waiter, also when the owner keeps reading (downgrade), so that other readers join it at once.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return core.Invalid(l.kind(), l.name, "nil context")
-	}
-	owner, ok := core.OwnerID(ctx)
-	if !ok {
-		return core.Errorf(l.kind(), l.name, core.ErrNotHeld)
-	}
-	err := l.c.ReleaseHold(l.name, l.field(owner), func() (int64, error) {
-		return l.release(context.WithoutCancel(ctx), owner)
+	return l.c.Unlock(ctx, l.kind(), l.name, l.name, l.field, func(ctx context.Context, owner int64, _ string) (int64, error) {
+		return l.release(ctx, owner)
 	})
-	if err != nil {
-		return core.Errorf(l.kind(), l.name, err)
-	}
-	return nil
 }
 
 func (l *Lock) release(ctx context.Context, owner int64) (int64, error) {
