@@ -2,21 +2,28 @@
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiter records, KEYS[4] clients (rlock_wake.lua)
 -- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] '1' reentrant, ARGV[4] '1' fenced,
 -- ARGV[5] ms within which this waiter will try again ('0': it will not wait, record nothing),
--- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left
+-- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left,
+-- ARGV[8] '1' when an earlier try of this wait recorded the waiter (remove the record on success)
 -- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it,
 -- {2} when the owner holds it already and re-entry is not allowed.
-local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-if mine or redis.call('exists', KEYS[1]) == 0 then
+local free = redis.call('exists', KEYS[1]) == 0
+local mine = not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+if free or mine then
   if mine and ARGV[3] ~= '1' then
     return {2}
   end
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = 1
+  if free then
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+  else
+    count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  end
   redis.call('pexpire', KEYS[1], ARGV[1])
   local token = 0
   if ARGV[4] == '1' then
     token = redis.call('incr', KEYS[2])
   end
-  if ARGV[5] ~= '0' then
+  if ARGV[8] == '1' then
     redis.call('zrem', KEYS[3], ARGV[2])
   end
   return {1, count, token}

@@ -2,8 +2,7 @@
 -- KEYS[1] lock, KEYS[2] channel, KEYS[3] waiter records, KEYS[4] clients, KEYS[5] wake channel prefix
 -- ARGV[1] publish command, ARGV[2] numsub command. Returns 1 if it was held.
 if redis.call('del', KEYS[1]) == 1 then
-  local t = redis.call('time')
-  wake(KEYS[3], KEYS[4], KEYS[2], KEYS[5], t[1] * 1000 + math.floor(t[2] / 1000), ARGV[1], ARGV[2])
+  wake(KEYS[3], KEYS[4], KEYS[2], KEYS[5], ARGV[1], ARGV[2])
   return 1
 end
 return 0

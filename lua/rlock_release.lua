@@ -10,17 +10,17 @@ if done then
   if done == '1' then return 0 end
   return 1
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
+if not count then
   return -1
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
-if count > 0 then
+if count > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], -1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[3], '0', 'px', ARGV[4])
-  return count
+  return count - 1
 end
 redis.call('del', KEYS[1])
-local t = redis.call('time')
-wake(KEYS[4], KEYS[5], KEYS[2], KEYS[6], t[1] * 1000 + math.floor(t[2] / 1000), ARGV[3], ARGV[5])
+wake(KEYS[4], KEYS[5], KEYS[2], KEYS[6], ARGV[3], ARGV[5])
 redis.call('set', KEYS[3], '1', 'px', ARGV[4])
 return 0

@@ -8,15 +8,17 @@
 -- of the waiter that tried least recently, on that client's channel only. Redisson's '0' is still
 -- published on the shared channel when more listen there than our clients: a Java waiter may.
 --
--- wake(waiters, clients, shared, prefix, now, publish, numsub): prefix is the wake channels' prefix
+-- wake(waiters, clients, shared, prefix, publish, numsub): prefix is the wake channels' prefix
 -- (a client id follows), publish 'publish' or 'spublish', numsub 'numsub' or 'shardnumsub', or ''
 -- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then
 -- everyone is woken as Redisson does.
-local function wake(waiters, clients, shared, prefix, now, publish, numsub)
+local function wake(waiters, clients, shared, prefix, publish, numsub)
   if numsub == '' or redis.call('exists', waiters) == 0 then
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
+  local t = redis.call('time')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
   redis.call('zremrangebyscore', waiters, '-inf', now)
   redis.call('zremrangebyscore', clients, '-inf', now)
   local woken = false

@@ -281,7 +281,7 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []string
-	for len(seen) < 4 {
+	for len(seen) == 0 || seen[len(seen)-1] != "del" {
 		select {
 		case e := <-events:
 			seen = append(seen, e)
@@ -289,8 +289,9 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 			t.Fatalf("keyspace events on the late server: %v; want the late acquisition and its release", seen)
 		}
 	}
-	if strings.Join(seen, " ") != "hincrby expire hincrby del" {
-		t.Fatalf("keyspace events on the late server: %v; want the acquisition (hincrby, expire), then its release (hincrby, del)", seen)
+	// The acquisition writes the hash (hset, or hincrby) and its lease; the give-back deletes it.
+	if got := strings.Join(seen, " "); got != "hset expire del" && got != "hincrby expire hincrby del" {
+		t.Fatalf("keyspace events on the late server: %v; want the acquisition, then its release", seen)
 	}
 	if held.Err() != nil || !exists(t, servers[0], name) || !exists(t, servers[1], name) {
 		t.Fatal("the hold did not go on with the majority")

@@ -147,7 +147,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	if wait == 0 || window == "0" { // a single try records no waiter
 		window, wake = "0", ""
 	}
-	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs}
+	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0"}
 	var token int64
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
@@ -170,6 +170,9 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 				return true, 0, notReplicated // Acquire gives it back when it was not replicated
 			case 2:
 				return false, 0, core.ErrAlreadyHeld
+			}
+			if window != "0" {
+				args[7] = "1" // the script recorded the waiter: the try that succeeds removes it
 			}
 			return false, core.RetryIn(res[1]), nil
 		},
