@@ -153,16 +153,6 @@ func listen(t *testing.T, tg *testkit.Target, rdb rueidis.Client, name string) f
 	}
 }
 
-// within fails the test unless done is closed within d.
-func within(t testing.TB, d time.Duration, done <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("%s: not within %v", what, d)
-	}
-}
-
 // get returns the string at key ("" when missing).
 func get(t testing.TB, rdb rueidis.Client, key string) string {
 	t.Helper()

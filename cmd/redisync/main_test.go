@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -149,12 +148,6 @@ func waitFor(t testing.TB, d time.Duration, what string, fn func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func TestUsage(t *testing.T) {
