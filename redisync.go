@@ -72,7 +72,7 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(rdb, true, opts)
+	c, err := newClient(rdb, true, stallBound(opt), opts)
 	if err != nil {
 		rdb.Close()
 		return nil, err
@@ -81,15 +81,38 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 }
 
 // Wrap builds a Client on a rueidis client the caller already has. Close leaves rdb open.
+//
+// Acquisitions keep to a ctx deadline even when the server stalls; to do so without a goroutine per
+// command, Wrap assumes that rdb gives up on an unanswered command within rueidis's default timeouts
+// (ConnWriteTimeout 10 s, keep-alive 1 s). With longer ones, a deadline more than 12 s away may be
+// overrun by a command in flight when the server stalls. New knows its own timeouts.
 func Wrap(rdb rueidis.Client, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, core.Invalid("client", "", "nil rueidis client")
 	}
-	return newClient(rdb, false, opts)
+	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), opts)
 }
 
-func newClient(rdb rueidis.Client, owns bool, opts []Option) (*Client, error) {
-	var cfg core.Config
+// stallBound is how long rueidis, configured with opt, may take to fail a command that a stalled
+// server never answers: its ConnWriteTimeout, plus up to two keep-alive PING intervals when the
+// command was pipelined behind others. 0 when nothing bounds it.
+func stallBound(opt rueidis.ClientOption) time.Duration {
+	keepAlive := opt.Dialer.KeepAlive
+	if keepAlive == 0 {
+		keepAlive = rueidis.DefaultTCPKeepAlive
+	}
+	timeout := opt.ConnWriteTimeout
+	if timeout == 0 {
+		timeout = max(rueidis.DefaultTCPKeepAlive, keepAlive) * 10
+	}
+	if keepAlive < 0 || timeout < 0 {
+		return 0
+	}
+	return timeout + 2*keepAlive
+}
+
+func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option) (*Client, error) {
+	cfg := core.Config{StallBound: stall}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -36,9 +36,12 @@ type Wait struct {
 // notification cheap. It subscribes before the second try, so a release between the two is seen.
 //
 // Tries run on a ctx that is not cancelled with the caller's: a command cancelled in flight may still
-// run on the server, and an acquisition must never be left behind unknown. When ctx ends during a try,
-// Acquire returns at once and the try's acquisition, if any, is given back by Undo when it completes.
-// It returns the start time of the successful try.
+// run on the server, and an acquisition must never be left behind unknown. A try runs on the caller's
+// goroutine, so that an uncontended acquisition costs no more than its command, unless ctx has a
+// deadline that a stalled server could make the try overrun (closer than Config.StallBound): then it
+// runs apart and Acquire returns at the deadline. Either way, when ctx has ended by the time a try
+// acquires, Undo gives the acquisition back and Acquire returns ctx's cause; a cancellation during a
+// try is seen when the try returns. It returns the start time of the successful try.
 func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
@@ -197,8 +200,9 @@ func (ws waiters) signal(i int) <-chan struct{} {
 	return nil
 }
 
-// try runs one attempt on tryCtx, which ignores cancellation. The caller stops waiting for it when ctx
-// ends; the attempt then finishes on its own and anything it acquired is given back.
+// try runs one attempt on tryCtx, which ignores cancellation. When the attempt could overrun ctx's
+// deadline it runs on a goroutine of its own and the caller stops waiting for it when ctx ends; the
+// attempt then finishes on its own and anything it acquired is given back.
 func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
 	undo := func() {
 		if w.Undo != nil {
@@ -213,8 +217,13 @@ func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, 
 		}
 		return ok, retryIn, err
 	}
-	if ctx.Done() == nil { // cannot end: no need to watch it
-		return settle(w.Try(tryCtx))
+	if !c.mayOverrun(ctx) {
+		ok, retryIn, err := w.Try(tryCtx)
+		if ok && err == nil && ctx.Err() != nil {
+			undo()
+			return false, 0, context.Cause(ctx)
+		}
+		return settle(ok, retryIn, err)
 	}
 	type result struct {
 		ok      bool
@@ -241,6 +250,16 @@ func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, 
 		}()
 		return false, 0, context.Cause(ctx)
 	}
+}
+
+// mayOverrun reports whether a try could still be in flight at ctx's deadline: it has one, and the
+// connection's own bound on a command may come later (or is unknown).
+func (c *Client) mayOverrun(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= c.cfg.StallBound)
 }
 
 // live returns why nothing may be started now: ctx has ended or the client is closed.

@@ -39,3 +39,80 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 		}
 	}
 }
+
+// A try that acquires after the caller's ctx ended is given back, and Acquire returns ctx's cause.
+// With a deadline near enough for a stalled server to overrun it, Acquire returns at the deadline
+// without waiting for the try; otherwise the try runs on the caller's goroutine and the cancellation
+// is seen when it returns.
+func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
+	_, c := testkit.Mini(t)
+	cc := (*core.Client)(c)
+	blockingTry := func(entered chan<- struct{}, proceed <-chan struct{}, undone chan<- struct{}) core.Wait {
+		return core.Wait{
+			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
+			Try: func(context.Context) (bool, time.Duration, error) {
+				entered <- struct{}{}
+				<-proceed
+				return true, 0, nil
+			},
+			Undo: func(context.Context) { undone <- struct{}{} },
+		}
+	}
+
+	t.Run("near deadline: returns without the try", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		entered, proceed, undone := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+		returned := make(chan error, 1)
+		go func() {
+			_, err := cc.Acquire(ctx, -1, blockingTry(entered, proceed, undone))
+			returned <- err
+		}()
+		select {
+		case err := <-returned:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire: %v, want the deadline", err)
+			}
+		case <-time.After(10 * time.Second):
+			close(proceed)
+			t.Fatal("Acquire waited for a try that its deadline had overtaken")
+		}
+		<-entered
+		close(proceed) // the try acquires late...
+		select {
+		case <-undone: // ...and is given back
+		case <-time.After(10 * time.Second):
+			t.Fatal("late acquisition not given back")
+		}
+	})
+
+	for name, mk := range map[string]func() (context.Context, context.CancelFunc){
+		"cancel, no deadline": func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+		"cancel, far deadline": func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Hour)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := mk()
+			defer cancel()
+			entered, proceed, undone := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+			returned := make(chan error, 1)
+			go func() {
+				_, err := cc.Acquire(ctx, -1, blockingTry(entered, proceed, undone))
+				returned <- err
+			}()
+			<-entered
+			cancel()
+			close(proceed)
+			err := <-returned
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Acquire: %v, want the cancellation", err)
+			}
+			select {
+			case <-undone:
+			default:
+				t.Fatal("Acquire returned before giving back what its try acquired")
+			}
+		})
+	}
+}

@@ -34,6 +34,9 @@ type Config struct {
 	// many replicas, or AllReplicas. ReplicaAckTimeout bounds each wait.
 	ReplicaAck        int
 	ReplicaAckTimeout time.Duration
+	// StallBound is how long the connection may take to fail a command that a stalled server never
+	// answers (0: unknown). A try that ctx's deadline could come before runs apart from its caller.
+	StallBound time.Duration
 }
 
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
