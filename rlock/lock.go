@@ -43,7 +43,7 @@ type Lock struct {
 	lease      time.Duration
 	reentrant  bool
 	fenced     bool
-	keys       []string // the acquire script's KEYS: the lock, its fencing counter, waiters, clients
+	keys       [4]string // the acquire script's KEYS: the lock, its fencing counter, waiters, clients
 	channel    string
 	wake       string // this client's wake channel
 	wakePrefix string // wake without the client id
@@ -93,19 +93,15 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	}
 	side := core.SideKeys(name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
 		"redisson_lock__channel", "redisson_unlock_latch", "redisync_lock__wake")
-	l.keys = []string{name, side[0], side[1], side[2]}
+	l.keys = [4]string{name, side[0], side[1], side[2]}
 	l.channel, l.latchKey = side[3], side[4]
 	l.wake = side[5] + ":" + l.c.ID()
 	l.wakePrefix = l.wake[:len(l.wake)-len(l.c.ID())]
 	l.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted
 	if l.c.NumSub() != "" {
-		l.windowMs = strconv.FormatInt(l.c.WaitWindow().Milliseconds(), 10)
+		l.windowMs = l.c.WaitWindowMs()
 	}
-	lease := l.lease
-	if lease == 0 {
-		lease = l.c.Config().WatchdogTimeout
-	}
-	l.leaseMs = strconv.FormatInt(lease.Milliseconds(), 10)
+	l.leaseMs = l.c.LeaseMs(l.lease)
 	l.reentryArg, l.fenceArg = flag(l.reentrant), flag(l.fenced)
 	return l, nil
 }
@@ -142,41 +138,24 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		return nil, core.Invalid(kind, l.name, "nil context")
 	}
 	ctx, owner := core.EnsureOwner(ctx)
+	a := &attempt{l: l}
 	field := l.c.Owner(owner)
 	window, wake := l.windowMs, l.wake
 	if wait == 0 || window == "0" { // a single try records no waiter
 		window, wake = "0", ""
 	}
-	args := []string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0"}
-	var token int64
+	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0"}
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
-		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: []string{field}},
+		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: a.args[1:2]},
 	}
 	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
 		Channel: l.channel,
 		Wake:    wake,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
-		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, l.keys, args))
-			res, err := reply.AsIntSlice()
-			if err != nil {
-				return false, 0, err
-			}
-			switch res[0] {
-			case 1:
-				token = res[2]
-				return true, 0, notReplicated // Acquire gives it back when it was not replicated
-			case 2:
-				return false, 0, core.ErrAlreadyHeld
-			}
-			if window != "0" {
-				args[7] = "1" // the script recorded the waiter: the try that succeeds removes it
-			}
-			return false, core.RetryIn(res[1]), nil
-		},
-		Undo: func(ctx context.Context) { l.release(ctx, field) },
+		Try:     a.try,
+		Undo:    a.undo,
 	})
 	if err != nil {
 		if window != "0" {
@@ -185,10 +164,39 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		return nil, core.Errorf(kind, l.name, err)
 	}
 	if l.fenced {
-		held = l.c.WithToken(held, kind, l.name, token)
+		held = l.c.WithToken(held, kind, l.name, a.token)
 	}
 	return held, nil
 }
+
+// attempt is what the tries of one acquisition share, in one allocation.
+type attempt struct {
+	l     *Lock
+	args  [8]string // the acquire script's ARGV; args[1] is the owner's field
+	token int64
+}
+
+func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
+	l := a.l
+	reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, l.keys[:], a.args[:]))
+	res, err := reply.AsIntSlice()
+	if err != nil {
+		return false, 0, err
+	}
+	switch res[0] {
+	case 1:
+		a.token = res[2]
+		return true, 0, notReplicated // Acquire gives it back when it was not replicated
+	case 2:
+		return false, 0, core.ErrAlreadyHeld
+	}
+	if a.args[4] != "0" {
+		a.args[7] = "1" // the script recorded the waiter: the try that succeeds removes it
+	}
+	return false, core.RetryIn(res[1]), nil
+}
+
+func (a *attempt) undo(ctx context.Context) { a.l.release(ctx, a.args[1]) }
 
 // forget removes the record of a waiter that gave up, so that no release wakes its client for it.
 func (l *Lock) forget(ctx context.Context, field string) {

@@ -204,60 +204,57 @@ func (ws waiters) signal(i int) <-chan struct{} {
 // deadline it runs on a goroutine of its own and the caller stops waiting for it when ctx ends; the
 // attempt then finishes on its own and anything it acquired is given back.
 func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
-	undo := func() {
+	var r result
+	if !c.mayOverrun(ctx) {
+		r.ok, r.retryIn, r.err = w.Try(tryCtx)
+	} else if r = tryApart(ctx, tryCtx, w.Try, w.Undo); r.late {
+		return false, 0, context.Cause(ctx)
+	}
+	// A try that acquired must not keep it when it reports an error (the replicas did not acknowledge
+	// the write) or when the caller has gone.
+	if r.ok && (r.err != nil || ctx.Err() != nil) {
 		if w.Undo != nil {
 			w.Undo(tryCtx)
 		}
-	}
-	// A try that acquired but reports an error must not keep it (not acknowledged by the replicas).
-	settle := func(ok bool, retryIn time.Duration, err error) (bool, time.Duration, error) {
-		if ok && err != nil {
-			undo()
-			return false, 0, err
+		if r.err == nil {
+			r.err = context.Cause(ctx)
 		}
-		return ok, retryIn, err
+		return false, 0, r.err
 	}
-	if !c.mayOverrun(ctx) {
-		ok, retryIn, err := w.Try(tryCtx)
-		if ok && err == nil && ctx.Err() != nil {
-			undo()
-			return false, 0, context.Cause(ctx)
-		}
-		return settle(ok, retryIn, err)
-	}
-	type result struct {
-		ok      bool
-		retryIn time.Duration
-		err     error
-	}
+	return r.ok, r.retryIn, r.err
+}
+
+type result struct {
+	ok      bool
+	retryIn time.Duration
+	err     error
+	late    bool // ctx ended first: the try goes on alone, and undo gives back what it acquires
+}
+
+// tryApart runs try on a goroutine of its own and waits for it or for ctx's end.
+func tryApart(ctx, tryCtx context.Context, try Attempt, undo func(context.Context)) result {
 	done := make(chan result, 1)
 	go func() {
-		ok, retryIn, err := w.Try(tryCtx)
-		done <- result{ok, retryIn, err}
+		var r result
+		r.ok, r.retryIn, r.err = try(tryCtx)
+		done <- r
 	}()
 	select {
 	case r := <-done:
-		if r.ok && r.err == nil && ctx.Err() != nil {
-			undo()
-			return false, 0, context.Cause(ctx)
-		}
-		return settle(r.ok, r.retryIn, r.err)
+		return r
 	case <-ctx.Done():
 		go func() {
-			if r := <-done; r.ok {
-				undo()
+			if r := <-done; r.ok && undo != nil {
+				undo(tryCtx)
 			}
 		}()
-		return false, 0, context.Cause(ctx)
+		return result{late: true}
 	}
 }
 
 // mayOverrun reports whether a try could still be in flight at ctx's deadline: it has one, and the
 // connection's own bound on a command may come later (or is unknown).
 func (c *Client) mayOverrun(ctx context.Context) bool {
-	if ctx.Done() == nil {
-		return false
-	}
 	dl, ok := ctx.Deadline()
 	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= c.cfg.StallBound)
 }

@@ -53,6 +53,8 @@ type Client struct {
 
 	requests atomic.Uint64
 
+	watchdogMs, windowMs string // the defaults scripts are given, formatted once
+
 	mu     sync.Mutex
 	holds  map[holdID]*hold
 	closed bool
@@ -85,6 +87,8 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		holds:   make(map[holdID]*hold),
 		done:    make(chan struct{}),
 	}
+	c.watchdogMs = strconv.FormatInt(cfg.WatchdogTimeout.Milliseconds(), 10)
+	c.windowMs = strconv.FormatInt(c.WaitWindow().Milliseconds(), 10)
 	switch {
 	case sharded:
 		c.publish, c.numsub = "spublish", "shardnumsub"
@@ -153,7 +157,26 @@ func (c *Client) ID() string { return c.id }
 func (c *Client) Config() Config { return c.cfg }
 
 // Owner returns the owner field "<clientID>:<ownerID>" that Redis stores for owner id.
-func (c *Client) Owner(id int64) string { return c.id + ":" + strconv.FormatInt(id, 10) }
+func (c *Client) Owner(id int64) string {
+	var b strings.Builder
+	b.Grow(len(c.id) + 21)
+	b.WriteString(c.id)
+	b.WriteByte(':')
+	var digits [20]byte
+	b.Write(strconv.AppendInt(digits[:0], id, 10))
+	return b.String()
+}
+
+// LeaseMs returns lease in milliseconds, as scripts take it; lease 0 is the watchdog timeout.
+func (c *Client) LeaseMs(lease time.Duration) string {
+	if lease == 0 {
+		return c.watchdogMs
+	}
+	return strconv.FormatInt(lease.Milliseconds(), 10)
+}
+
+// WaitWindowMs is WaitWindow in milliseconds.
+func (c *Client) WaitWindowMs() string { return c.windowMs }
 
 // Publish returns the command that scripts publish with: "spublish" on a Redis 7+ cluster, where the
 // notifier uses sharded Pub/Sub, else "publish".
@@ -165,12 +188,17 @@ func (c *Client) RequestID() string { return c.RequestKey("") }
 
 // RequestKey returns "prefix:" and a new RequestID, in one allocation (the id alone for prefix "").
 func (c *Client) RequestKey(prefix string) string {
-	b := make([]byte, 0, len(prefix)+len(c.id)+22)
+	var b strings.Builder
+	b.Grow(len(prefix) + len(c.id) + 22)
 	if prefix != "" {
-		b = append(append(b, prefix...), ':')
+		b.WriteString(prefix)
+		b.WriteByte(':')
 	}
-	b = append(append(b, c.id...), ':')
-	return string(strconv.AppendUint(b, c.requests.Add(1), 10))
+	b.WriteString(c.id)
+	b.WriteByte(':')
+	var digits [20]byte
+	b.Write(strconv.AppendUint(digits[:0], c.requests.Add(1), 10))
+	return b.String()
 }
 
 // NumSub returns the PUBSUB subcommand that counts a channel's subscribers where the scripts can

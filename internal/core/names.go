@@ -59,10 +59,14 @@ func SideKeys(name string, prefixes ...string) []string {
 		n += len(p) + len(name) + 8
 	}
 	b.Grow(n)
-	ends := make([]int, len(prefixes))
-	for i, p := range prefixes {
+	var buf [8]int
+	ends := buf[:0]
+	if len(prefixes) > len(buf) {
+		ends = make([]int, 0, len(prefixes))
+	}
+	for _, p := range prefixes {
 		writePrefixed(&b, p, name)
-		ends[i] = b.Len()
+		ends = append(ends, b.Len())
 	}
 	all := b.String()
 	keys := make([]string, len(prefixes))

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 )
 
@@ -18,14 +19,32 @@ func NewOwnerID() int64 { return lastOwner.Add(1) }
 
 // OwnerID returns the owner carried by ctx.
 func OwnerID(ctx context.Context) (int64, bool) {
-	id, ok := ctx.Value(ownerKey{}).(int64)
-	return id, ok
+	if oc, ok := ctx.Value(ownerKey{}).(*ownerCtx); ok {
+		return oc.id, true
+	}
+	return 0, false
 }
 
 // WithOwnerID returns ctx carrying owner id.
 func WithOwnerID(ctx context.Context, id int64) context.Context {
-	return context.WithValue(ctx, ownerKey{}, id)
+	return &ownerCtx{ctx, id}
 }
+
+// ownerCtx carries an owner in one allocation, where context.WithValue with a boxed int64 takes two.
+// Its Value answers with the ownerCtx itself, so that reading the owner allocates nothing.
+type ownerCtx struct {
+	context.Context
+	id int64
+}
+
+func (c *ownerCtx) Value(key any) any {
+	if _, ok := key.(ownerKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *ownerCtx) String() string { return fmt.Sprintf("%v.WithOwner(%d)", c.Context, c.id) }
 
 // EnsureOwner returns ctx's owner, or a fresh one and a ctx that carries it.
 func EnsureOwner(ctx context.Context) (context.Context, int64) {

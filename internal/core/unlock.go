@@ -16,7 +16,8 @@ func (c *Client) Unlock(ctx context.Context, kind, name, key string, field func(
 		return Errorf(kind, name, ErrNotHeld)
 	}
 	f := field(owner)
-	err := c.ReleaseHold(key, f, func() (int64, error) { return release(Detach(ctx), owner, f) })
+	// ctx is usually a hold's ctx, which can end: detached at once, without asking for its Done channel.
+	err := c.ReleaseHold(key, f, func() (int64, error) { return release(context.WithoutCancel(ctx), owner, f) })
 	if err != nil {
 		return Errorf(kind, name, err)
 	}
