@@ -110,7 +110,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			}
 		}
 		r.checkExclusion(t, fmt.Sprintf("cs %v", cs), overlaps)
-		t.note("handoff: from the start of a release to the return of the next acquisition by another client; wait: one Lock call; gave up: Lock calls that ended without the lock (retry budget or the %v bound) and were repeated", attemptBound)
+		t.note("handoff: from the start of a release to the return of the next acquisition by another client; wait: one Lock call; gave up: Lock calls that ended without the lock (retry budget, or the harness's %v bound: a TryLock wait for redisync, a ctx deadline for the peers) and were repeated", attemptBound)
 		if extra != nil {
 			extra(t)
 		}
@@ -158,13 +158,11 @@ func contend(lockers []locker, key string, cs, d time.Duration, w *window, order
 				if !start.Before(end) {
 					return
 				}
-				actx, cancel := context.WithTimeout(ctx, attemptBound)
 				order.start(i, start)
-				unlock, err := lk.Lock(actx, key)
+				unlock, err := lockWithin(ctx, lk, key, attemptBound)
 				got := time.Now()
 				order.granted(i, err == nil && got.Before(end))
 				if err != nil {
-					cancel()
 					if gaveUp(err) {
 						givenUp.Add(1)
 						continue
@@ -188,7 +186,6 @@ func contend(lockers []locker, key string, cs, d time.Duration, w *window, order
 				relBy.Store(int64(i))
 				relStart.Store(time.Now().UnixNano())
 				err = unlock(ctx)
-				cancel()
 				if err != nil {
 					errs[i] = err
 					return

@@ -29,6 +29,29 @@ type locker interface {
 	Close()
 }
 
+// A waitLocker bounds a wait with an argument, as its users do (redisync: a ctx deadline is for the
+// work, a wait bound is TryLock's own); contended workloads use it instead of a ctx deadline.
+type waitLocker interface {
+	TryLock(ctx context.Context, key string, wait time.Duration) (unlock func(context.Context) error, err error)
+}
+
+// lockWithin acquires key within wait: by lk's own wait bound if it has one, else by a ctx deadline.
+func lockWithin(ctx context.Context, lk locker, key string, wait time.Duration) (func(context.Context) error, error) {
+	if wl, ok := lk.(waitLocker); ok {
+		return wl.TryLock(ctx, key, wait)
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
+	unlock, err := lk.Lock(actx, key)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func(ctx context.Context) error { // some peers tie the hold to the ctx it was taken with
+		defer cancel()
+		return unlock(ctx)
+	}, nil
+}
+
 // A lib is a library under test, configured as its users configure it.
 type lib struct {
 	name   string
@@ -162,11 +185,21 @@ func openRedisync(d *deployment, n *atomic.Int64, opts ...redisync.Option) (lock
 }
 
 func (r *redisyncLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return r.TryLock(ctx, key, -1)
+}
+
+// TryLock waits at most wait (no bound when wait < 0).
+func (r *redisyncLocker) TryLock(ctx context.Context, key string, wait time.Duration) (func(context.Context) error, error) {
 	l, err := rlock.New(r.c, key)
 	if err != nil {
 		return nil, err
 	}
-	held, err := l.Lock(ctx)
+	var held context.Context
+	if wait < 0 {
+		held, err = l.Lock(ctx)
+	} else {
+		held, err = l.TryLock(ctx, wait)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -55,11 +55,21 @@ func closeClient(c *redisync.Client) {
 type fairLocker struct{ c *redisync.Client }
 
 func (f *fairLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return f.TryLock(ctx, key, -1)
+}
+
+// TryLock waits at most wait (no bound when wait < 0).
+func (f *fairLocker) TryLock(ctx context.Context, key string, wait time.Duration) (func(context.Context) error, error) {
 	l, err := fairlock.New(f.c, key)
 	if err != nil {
 		return nil, err
 	}
-	held, err := l.Lock(ctx)
+	var held context.Context
+	if wait < 0 {
+		held, err = l.Lock(ctx)
+	} else {
+		held, err = l.TryLock(ctx, wait)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +168,9 @@ func (r *run) b6() []*table {
 							l = rw.WriteLock()
 						}
 						start := time.Now()
-						actx, cancel := context.WithTimeout(ctx, attemptBound)
-						held, err := l.Lock(actx)
+						held, err := l.TryLock(ctx, attemptBound)
 						got := time.Now()
 						if err != nil {
-							cancel()
 							if !gaveUp(err) {
 								firstErr.CompareAndSwap(nil, err)
 								return
@@ -196,7 +204,6 @@ func (r *run) b6() []*table {
 							}
 						}
 						err = l.Unlock(held)
-						cancel()
 						if err != nil {
 							firstErr.CompareAndSwap(nil, err)
 							return
@@ -302,9 +309,7 @@ func (r *run) b7() []*table {
 					ctx := context.Background()
 					for time.Now().Before(end) {
 						start := time.Now()
-						actx, cancel := context.WithTimeout(ctx, attemptBound)
-						err := s.Acquire(actx, 1)
-						cancel()
+						err := s.TryAcquire(ctx, 1, attemptBound)
 						got := time.Now()
 						if err != nil {
 							if !gaveUp(err) {

@@ -13,6 +13,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/rueidis/rueidislock"
+	"github.com/redisync/redisync"
 )
 
 // run holds what every benchmark of one invocation shares.
@@ -206,7 +207,7 @@ func closeAll(m map[string]*opened) {
 // retry budget ran out) rather than a failure.
 func gaveUp(err error) bool {
 	var taken *redsync.ErrTaken
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redsync.ErrFailed) ||
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redisync.ErrNotAcquired) || errors.Is(err, redsync.ErrFailed) ||
 		errors.As(err, &taken) || errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, rueidislock.ErrNotLocked)
 }
 
