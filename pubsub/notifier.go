@@ -6,12 +6,17 @@
 // as many waiters, in arrival order, as the channel's Policy allows. A wake-up is kept until the waiter
 // takes it, so one that arrives before the waiter parks is not lost. When the connection drops, every
 // waiter is woken once the channels are subscribed again, since messages may have been missed.
+//
+// A message "@<tag> <payload>" is addressed: it wakes only the waiter subscribed with that tag, which
+// finds the payload with Grant, whatever the policy. When no such waiter waits (it left, or has not
+// registered yet), the channel's stray func gets it instead.
 package pubsub
 
 import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +58,7 @@ type Notifier struct {
 type channel struct {
 	name    string
 	policy  Policy
+	stray   func(tag, payload string)
 	waiters []*Waiter
 	// subscribed: confirmed on the current connection; ready is closed then.
 	subscribed bool
@@ -71,6 +77,10 @@ type Waiter struct {
 	ch     *channel
 	weight int64
 	sig    chan struct{}
+	tag    string
+	// grant: the payload of the message addressed to this waiter, once one came (guarded by n.mu).
+	grant   string
+	granted bool
 }
 
 // New returns a notifier on rdb. sharded selects SSUBSCRIBE (Redis 7+ clusters).
@@ -94,6 +104,14 @@ func New(rdb rueidis.Client, sharded bool) *Notifier {
 // Subscribe adds a waiter of the given weight to channel. It returns at once; Ready tells when the
 // subscription is confirmed. The first waiter of a channel sets its policy.
 func (n *Notifier) Subscribe(name string, weight int64, policy Policy) (*Waiter, error) {
+	return n.SubscribeTagged(name, "", weight, policy, nil)
+}
+
+// SubscribeTagged is Subscribe for a waiter that messages addressed to tag wake (tag "" for none).
+// stray, when not nil, gets the addressed messages of the channel that no waiter takes; it runs on a
+// goroutine of its own, which Close waits for. The first waiter of a channel sets its policy and its
+// stray func.
+func (n *Notifier) SubscribeTagged(name, tag string, weight int64, policy Policy, stray func(tag, payload string)) (*Waiter, error) {
 	if weight < 1 {
 		weight = 1
 	}
@@ -104,10 +122,10 @@ func (n *Notifier) Subscribe(name string, weight int64, policy Policy) (*Waiter,
 	}
 	c := n.chans[name]
 	if c == nil {
-		c = &channel{name: name, policy: policy, ready: make(chan struct{})}
+		c = &channel{name: name, policy: policy, stray: stray, ready: make(chan struct{})}
 		n.chans[name] = c
 	}
-	w := &Waiter{n: n, ch: c, weight: weight, sig: make(chan struct{}, 1)}
+	w := &Waiter{n: n, ch: c, weight: weight, sig: make(chan struct{}, 1), tag: tag}
 	c.waiters = append(c.waiters, w)
 	if len(c.waiters) == 1 {
 		n.poke()
@@ -122,8 +140,15 @@ func (w *Waiter) Ready() <-chan struct{} {
 	return w.ch.ready
 }
 
-// C receives a value when the waiter should try again.
+// C receives a value when the waiter should try again, or has been granted what it waits for (Grant).
 func (w *Waiter) C() <-chan struct{} { return w.sig }
+
+// Grant returns the payload of the message addressed to this waiter, if one came.
+func (w *Waiter) Grant() (string, bool) {
+	w.n.mu.Lock()
+	defer w.n.mu.Unlock()
+	return w.grant, w.granted
+}
 
 // Close removes the waiter. A wake-up it had not taken is passed to the next waiter, so that a waiter
 // that gives up does not swallow another's turn.
@@ -229,7 +254,24 @@ func (n *Notifier) deliver(name, message string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c := n.chans[name]
-	if c == nil || len(c.waiters) == 0 {
+	if c == nil {
+		return
+	}
+	if tag, payload, ok := addressed(message); ok {
+		for _, w := range c.waiters {
+			if w.tag == tag {
+				w.grant, w.granted = payload, true
+				w.signal()
+				return
+			}
+		}
+		if c.stray != nil {
+			n.wg.Add(1) // Close waits for it; deliver runs on a goroutine that Close also waits for
+			go func() {
+				defer n.wg.Done()
+				c.stray(tag, payload)
+			}()
+		}
 		return
 	}
 	budget := c.policy(message)
@@ -241,6 +283,15 @@ func (n *Notifier) deliver(name, message string) {
 			budget -= w.weight
 		}
 	}
+}
+
+// addressed splits a message "@<tag> <payload>".
+func addressed(message string) (tag, payload string, ok bool) {
+	if len(message) < 2 || message[0] != '@' {
+		return "", "", false
+	}
+	tag, payload, ok = strings.Cut(message[1:], " ")
+	return tag, payload, ok && tag != ""
 }
 
 // confirmed marks channels subscribed; those that had lost their subscription wake every waiter.

@@ -139,3 +139,49 @@ func TestCloseWakesWaitersAndRefusesNew(t *testing.T) {
 		t.Fatalf("Subscribe after Close = %v, want ErrClosed", err)
 	}
 }
+
+// An addressed message wakes the waiter with its tag only, whatever the policy, and hands it the
+// payload; one for a tag nobody waits with goes to the channel's stray func.
+func TestAddressedMessages(t *testing.T) {
+	_, rdb, n := setup(t)
+	strays := make(chan string, 1)
+	stray := func(tag, payload string) { strays <- tag + "=" + payload }
+	first, err := n.SubscribeTagged("ch", "a", 1, pubsub.WakeAll, stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := n.SubscribeTagged("ch", "b", 1, pubsub.WakeAll, stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	ready(t, first)
+
+	publish(t, rdb, "ch", "@b 42")
+	if !woken(second, time.Second) {
+		t.Fatal("the addressed waiter was not woken")
+	}
+	if p, ok := second.Grant(); !ok || p != "42" {
+		t.Fatalf("Grant() = %q, %v; want 42", p, ok)
+	}
+	if woken(first, 100*time.Millisecond) {
+		t.Fatal("a message addressed to another waiter woke this one")
+	}
+	if _, ok := first.Grant(); ok {
+		t.Fatal("a waiter holds a grant addressed to another")
+	}
+
+	publish(t, rdb, "ch", "@gone 7")
+	select {
+	case s := <-strays:
+		if s != "gone=7" {
+			t.Fatalf("stray got %q", s)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a message for a waiter that is not there did not reach the stray func")
+	}
+	if woken(first, 100*time.Millisecond) || woken(second, 0) {
+		t.Fatal("a message for a waiter that is not there woke another")
+	}
+}
