@@ -3,11 +3,21 @@
 -- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] '1' reentrant, ARGV[4] '1' fenced,
 -- ARGV[5] ms within which this waiter will try again ('0': it will not wait, record nothing),
 -- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left,
--- ARGV[8] '1' when an earlier try of this wait recorded the waiter (remove the record on success)
+-- ARGV[8] '1' when an earlier try of this wait recorded the waiter, ARGV[9] the waiter's record
+-- (its score: the time in microseconds by which it will have tried again)
 -- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it,
 -- {2} when the owner holds it already and re-entry is not allowed.
 local free = redis.call('exists', KEYS[1]) == 0
 local mine = not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+if mine and ARGV[8] == '1' then
+  -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
+  -- acquisition.
+  local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[9]))
+  if mark and mark <= 0 then
+    redis.call('zrem', KEYS[3], ARGV[9])
+    return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), -mark}
+  end
+end
 if free or mine then
   if mine and ARGV[3] ~= '1' then
     return {2}
@@ -24,7 +34,7 @@ if free or mine then
     token = redis.call('incr', KEYS[2])
   end
   if ARGV[8] == '1' then
-    redis.call('zrem', KEYS[3], ARGV[2])
+    redis.call('zrem', KEYS[3], ARGV[9])
   end
   return {1, count, token}
 end
@@ -32,8 +42,13 @@ if ARGV[5] ~= '0' then
   local t = redis.call('time')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
   local window = tonumber(ARGV[5])
-  redis.call('zadd', KEYS[3], now + window, ARGV[2])
-  redis.call('pexpire', KEYS[3], window)
+  -- In microseconds, so that waiters recorded within one millisecond keep their order (a tie would
+  -- go to the smaller member, the same client every time). Formatted here: Lua would round it to 14
+  -- digits.
+  redis.call('zadd', KEYS[3], string.format('%.0f', (t[1] * 1000000 + t[2]) + window * 1000), ARGV[9])
+  if redis.call('pttl', KEYS[3]) < window then
+    redis.call('pexpire', KEYS[3], window)
+  end
   local linger = window + tonumber(ARGV[7])
   redis.call('zadd', KEYS[4], now + linger, ARGV[6])
   redis.call('pexpire', KEYS[4], linger)

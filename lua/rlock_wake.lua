@@ -1,50 +1,78 @@
--- Directed wake-up for the waiters of a lock kept as Redisson's hash.
+-- Directed wake-up, and hand-over, for the waiters of a lock kept as Redisson's hash.
 --
 -- Redisson wakes waiters by publishing '0' on the lock's channel, which every waiting process hears:
 -- with N processes waiting, N-1 of them try in vain after each release. Our waiters also leave a
--- record (sorted set: member = owner field, score = the time by which it will have tried again), each
--- client listens on a wake channel of its own, and records itself among the lock's clients (sorted
--- set: member = client id, score = until when it may still be listening). A release wakes the client
--- of the waiter that tried least recently, on that client's channel only. Redisson's '0' is still
--- published on the shared channel when more listen there than our clients: a Java waiter may.
+-- record (sorted set: score = the time in microseconds by which the waiter will have tried again;
+-- member = '<client id>:<owner id>:<attempt>:<lease ms>:<fenced 0|1>', the first two parts being its
+-- owner field), each client listens on a wake channel of its own, and records itself among the lock's
+-- clients (sorted set: member = client id, score = until when it may still be listening).
 --
--- wake(waiters, clients, shared, prefix, publish, numsub): prefix is the wake channels' prefix
--- (a client id follows), publish 'publish' or 'spublish', numsub 'numsub' or 'shardnumsub', or ''
--- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then
--- everyone is woken as Redisson does.
-local function wake(waiters, clients, shared, prefix, publish, numsub)
+-- A release hands the lock to the waiter that tried least recently, if its client listens: it writes
+-- the waiter's field into the hash with the waiter's lease (and takes its fencing token), marks the
+-- record granted (score = minus the token, 0 unfenced) and tells the client which waiter it was, with
+-- '@<member> <token>' on the client's channel. The waiter returns without a try of its own; a try it
+-- makes meanwhile finds the mark and takes the grant instead (rlock_acquire.lua); one that left gives
+-- it back (rlock_forget.lua). A record with lease 0 asks for a wake-up only ('0'), and so does a
+-- record whose member is a bare owner field. Redisson's '0' is still published on the shared channel
+-- when more listen there than our clients: a Java waiter may.
+--
+-- wake(lock, tokens, waiters, clients, shared, prefix, publish, numsub): tokens is the fencing
+-- counter, prefix the wake channels' prefix (a client id follows), publish 'publish' or 'spublish',
+-- numsub 'numsub' or 'shardnumsub', or '' where subscriber counts cannot be trusted (classic Pub/Sub
+-- on a cluster counts one node): then everyone is woken as Redisson does.
+local function wake(lock, tokens, waiters, clients, shared, prefix, publish, numsub)
   if numsub == '' or redis.call('exists', waiters) == 0 then
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
   local t = redis.call('time')
-  local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  redis.call('zremrangebyscore', waiters, '-inf', now)
-  redis.call('zremrangebyscore', clients, '-inf', now)
+  -- Also drops grants nobody took: their lock has been released since.
+  redis.call('zremrangebyscore', waiters, '-inf', string.format('%.0f', t[1] * 1000000 + t[2]))
+  redis.call('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
   local woken = false
   local tried = {}
-  for _, owner in ipairs(redis.call('zrange', waiters, 0, 99)) do
-    local client = string.match(owner, '^(.*):[^:]*$') or owner
+  for _, m in ipairs(redis.call('zrange', waiters, 0, 99)) do
+    local client, owner, _, lease, fenced =
+      string.match(m, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
+    if not client then
+      client = string.match(m, '^(.*):[^:]*$') or m
+    end
     if not tried[client] then
       tried[client] = true
       local channel = prefix .. client
       if tonumber(redis.call('pubsub', numsub, channel)[2]) > 0 then
-        redis.call(publish, channel, '0')
+        if lease and lease ~= '0' then
+          redis.call('hset', lock, client .. ':' .. owner, 1)
+          redis.call('pexpire', lock, lease)
+          local token = 0
+          if fenced == '1' then
+            token = redis.call('incr', tokens)
+          end
+          redis.call('zadd', waiters, -token, m)
+          -- The mark must outlive the grant, which nobody renews until the waiter takes it.
+          if redis.call('pttl', waiters) < tonumber(lease) then
+            redis.call('pexpire', waiters, lease)
+          end
+          redis.call(publish, channel, '@' .. m .. ' ' .. token)
+        else
+          redis.call(publish, channel, '0')
+        end
         woken = true
         break
       end
       -- Nobody listens for this client: it closed, or is still subscribing (then it tries again
       -- once subscribed). Its records would only absorb wake-ups.
       redis.call('zrem', clients, client)
-      for _, m in ipairs(redis.call('zrange', waiters, 0, -1)) do
-        if string.sub(m, 1, #client + 1) == client .. ':' then
-          redis.call('zrem', waiters, m)
+      for _, r in ipairs(redis.call('zrange', waiters, 0, -1)) do
+        if string.sub(r, 1, #client + 1) == client .. ':' then
+          redis.call('zrem', waiters, r)
         end
       end
     end
   end
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
-  if not woken or tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients) then
+  if not woken
+      or tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients) then
     redis.call(publish, shared, '0')
   end
 end

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -22,6 +23,7 @@ import (
 var (
 	acquireScript = lua.Load("rlock_acquire.lua")
 	releaseScript = lua.LoadRetryable("rlock_wake.lua", "rlock_release.lua")
+	forgetScript  = lua.LoadRetryable("rlock_wake.lua", "rlock_forget.lua")
 	forceScript   = lua.Load("rlock_wake.lua", "rlock_force_release.lua")
 	renewScript   = lua.Load("rlock_renew.lua")
 )
@@ -49,6 +51,7 @@ type Lock struct {
 	wakePrefix string // wake without the client id
 	latchKey   string // + ":" + a request id: one unlock latch
 	leaseMs    string
+	grantMs    string // the lease a release that hands the lock to a waiter gives it ("0": none)
 	windowMs   string
 	reentryArg string
 	fenceArg   string
@@ -101,7 +104,10 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if l.c.NumSub() != "" {
 		l.windowMs = l.c.WaitWindowMs()
 	}
-	l.leaseMs = l.c.LeaseMs(l.lease)
+	l.leaseMs, l.grantMs = l.c.LeaseMs(l.lease), l.c.LeaseMs(l.lease)
+	if l.c.Config().ReplicaAck != 0 {
+		l.grantMs = "0" // an acquisition must wait for the replicas, which only a try of its own does
+	}
 	l.reentryArg, l.fenceArg = flag(l.reentrant), flag(l.fenced)
 	return l, nil
 }
@@ -144,7 +150,11 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	if wait == 0 || window == "0" { // a single try records no waiter
 		window, wake = "0", ""
 	}
-	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0"}
+	var member string // the waiter's record (rlock_wake.lua), unique to this acquisition
+	if window != "0" {
+		member = field + ":" + l.c.Seq() + ":" + l.grantMs + ":" + l.fenceArg
+	}
+	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0", member}
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
 		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: a.args[1:2]},
@@ -152,6 +162,9 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
 		Channel: l.channel,
 		Wake:    wake,
+		Tag:     member,
+		Claim:   a.claim,
+		Stray:   l.stray,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
 		Try:     a.try,
@@ -159,7 +172,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	})
 	if err != nil {
 		if window != "0" {
-			l.forget(ctx, field)
+			l.forget(ctx, field, member)
 		}
 		return nil, core.Errorf(kind, l.name, err)
 	}
@@ -172,8 +185,18 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 // attempt is what the tries of one acquisition share, in one allocation.
 type attempt struct {
 	l     *Lock
-	args  [8]string // the acquire script's ARGV; args[1] is the owner's field
+	args  [9]string // the acquire script's ARGV; args[1] is the owner's field, args[8] its record
 	token int64
+}
+
+// claim takes the lock that a release handed to this waiter; payload is the fencing token.
+func (a *attempt) claim(payload string) bool {
+	token, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil {
+		return false
+	}
+	a.token = token
+	return true
 }
 
 func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
@@ -198,12 +221,23 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 
 func (a *attempt) undo(ctx context.Context) { a.l.release(ctx, a.args[1]) }
 
-// forget removes the record of a waiter that gave up, so that no release wakes its client for it.
-func (l *Lock) forget(ctx context.Context, field string) {
+// forget removes the record of a waiter that gave up, so that no release wakes its client for it, and
+// gives back the lock if a release handed it to that waiter meanwhile.
+func (l *Lock) forget(ctx context.Context, field, member string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
-	rdb := l.c.RDB()
-	rdb.Do(ctx, rdb.B().Zrem().Key(l.keys[2]).Member(field).Build())
+	keys := []string{l.name, l.channel, l.keys[2], l.keys[3], l.wakePrefix, l.keys[1]}
+	l.c.Run(ctx, forgetScript, keys, []string{field, member, l.c.Publish(), l.c.NumSub()})
+}
+
+// stray gives back a lock that a release handed to a waiter of this client that is no longer there.
+func (l *Lock) stray(member, _ string) {
+	client, rest, _ := strings.Cut(member, ":")
+	owner, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return
+	}
+	l.forget(context.Background(), client+":"+owner, member)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
@@ -221,7 +255,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.channel, l.c.RequestKey(l.latchKey), l.keys[2], l.keys[3], l.wakePrefix}
+	keys := []string{l.name, l.channel, l.c.RequestKey(l.latchKey), l.keys[2], l.keys[3], l.wakePrefix, l.keys[1]}
 	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.c.NumSub()}
 	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
 	if err != nil {
@@ -240,7 +274,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
 	}
-	keys := []string{l.name, l.channel, l.keys[2], l.keys[3], l.wakePrefix}
+	keys := []string{l.name, l.channel, l.keys[2], l.keys[3], l.wakePrefix, l.keys[1]}
 	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish(), l.c.NumSub()}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)

@@ -18,7 +18,14 @@ type Wait struct {
 	Channel string // where releases are announced
 	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
 	// rlock); the waiter listens on both.
-	Wake   string
+	Wake string
+	// Tag names this waiter to messages addressed to it on Wake (see pubsub): a release that hands
+	// the object over tells the waiter so, and Claim turns the message's payload into the acquisition
+	// (false: not a valid grant, keep waiting). Stray gets the addressed messages of Wake that no
+	// waiter of this client takes.
+	Tag    string
+	Claim  func(payload string) bool
+	Stray  func(tag, payload string)
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
 	Try    Attempt
@@ -107,6 +114,9 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				last = false
 			case <-ws.signal(1):
 				last = false
+				if ws.granted(w.Claim) {
+					return start, nil // the hand-over came after the try that started at start
+				}
 			case <-timer.C:
 			case <-ctx.Done():
 				return time.Time{}, context.Cause(ctx)
@@ -136,11 +146,15 @@ type waiter struct {
 }
 
 func (ws *waiters) add(c *Client, w Wait) error {
-	for _, ch := range []string{w.Channel, w.Wake} {
+	for i, ch := range [2]string{w.Channel, w.Wake} {
 		if ch == "" {
 			continue
 		}
-		pw, err := c.notifier.Subscribe(ch, w.Weight, w.Policy)
+		tag, stray := "", (func(string, string))(nil)
+		if i == 1 {
+			tag, stray = w.Tag, w.Stray
+		}
+		pw, err := c.notifier.SubscribeTagged(ch, tag, w.Weight, w.Policy, stray)
 		if err != nil {
 			ws.close()
 			return err
@@ -192,6 +206,16 @@ func (ws waiters) readyCh(i int) <-chan struct{} {
 }
 
 func (ws waiters) readied(i int) { ws[i].ready = nil }
+
+// granted reports whether a grant was addressed to the wait (on the wake channel, its last place)
+// and claim took it.
+func (ws waiters) granted(claim func(string) bool) bool {
+	if claim == nil || len(ws) == 0 {
+		return false
+	}
+	payload, ok := ws[len(ws)-1].Grant()
+	return ok && claim(payload)
+}
 
 func (ws waiters) signal(i int) <-chan struct{} {
 	if i < len(ws) {

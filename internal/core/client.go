@@ -182,6 +182,9 @@ func (c *Client) WaitWindowMs() string { return c.windowMs }
 // notifier uses sharded Pub/Sub, else "publish".
 func (c *Client) Publish() string { return c.publish }
 
+// Seq returns a number this client never returned before, in decimal.
+func (c *Client) Seq() string { return strconv.FormatUint(c.requests.Add(1), 10) }
+
 // RequestID returns an id never returned before by any client: the client's UUID and a counter. It
 // names a request's record in Redis (an unlock latch), so that a retried request finds it.
 func (c *Client) RequestID() string { return c.RequestKey("") }

@@ -1,0 +1,173 @@
+package rlock_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rlock"
+)
+
+// slow makes a waiter's own tries rare: only a hand-over can be prompt.
+var slow = redisync.WithRecheckInterval(time.Minute)
+
+// waitFor runs Lock on l in the background and returns where its result arrives.
+func waitFor(l *rlock.Lock) <-chan lockResult {
+	out := make(chan lockResult, 1)
+	go func() {
+		ctx, err := l.Lock(context.Background())
+		out <- lockResult{ctx, err}
+	}()
+	return out
+}
+
+type lockResult struct {
+	ctx context.Context
+	err error
+}
+
+func receive(t *testing.T, ch <-chan lockResult, what string) context.Context {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("%s: %v", what, r.err)
+		}
+		return r.ctx
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not acquired within 5s", what)
+		return nil
+	}
+}
+
+// waiterRecords returns the members of the lock's waiter records.
+func waiterRecords(t *testing.T, tg *testkit.Target, name string) []string {
+	t.Helper()
+	out := testkit.DoString(t, tg.Redis(t), "ZRANGE", "redisync_lock_waiters:{"+name+"}", "0", "-1")
+	return strings.Fields(strings.Trim(out, "[]"))
+}
+
+// A release hands the lock to the waiter with the waiter's own lease, fencing token and re-entry
+// rule; the waiter returns without a try of its own.
+func TestReleaseHandsOver(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		testkit.Do(t, rdb, "DEL", "redisson_lock_token:{hand}")
+		warm := newLock(t, tg.Client(t), "{hand}warm-up") // scripts loaded on hand's node: one EVALSHA each
+		mustUnlock(t, warm, mustLock(t, warm, context.Background()))
+		holder := newLock(t, tg.Client(t), "hand", rlock.WithFencing())
+		held := mustLock(t, holder, context.Background())
+		first, _ := holder.Token(held)
+
+		waiter := newLock(t, tg.Client(t, slow), "hand", rlock.WithFencing(), rlock.WithLease(20*time.Second), rlock.NonReentrant())
+		got := waitFor(waiter)
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if n := len(waiterRecords(t, tg, "hand")); n != 1 {
+				return fmt.Errorf("%d waiter records", n)
+			}
+			return nil
+		})
+		time.Sleep(300 * time.Millisecond) // its try once subscribed, which covers a release in between
+		before := scriptCalls(t, tg)
+		mustUnlock(t, holder, held)
+		h := receive(t, got, "waiter")
+		if calls := scriptCalls(t, tg) - before; calls != 1 {
+			t.Fatalf("%d scripts between the release and the waiter's return, want the release alone", calls)
+		}
+		if tok, ok := waiter.Token(h); !ok || tok != first+1 {
+			t.Fatalf("handed-over token %d (ok %v), want %d", tok, ok, first+1)
+		}
+		if n, err := waiter.HoldCount(h); err != nil || n != 1 {
+			t.Fatalf("HoldCount %d, %v; want 1", n, err)
+		}
+		ttl := mustInt(t, testkit.DoString(t, rdb, "PTTL", "hand"))
+		if ttl <= 10_000 || ttl > 20_000 {
+			t.Fatalf("PTTL %d ms after the hand-over, want the waiter's 20 s lease", ttl)
+		}
+		if _, ok := h.Deadline(); !ok {
+			t.Fatal("a hand-over under a fixed lease gave a ctx without the lease's deadline")
+		}
+		mustUnlock(t, waiter, h)
+		if got := testkit.DoString(t, rdb, "EXISTS", "hand"); got != "0" {
+			t.Fatalf("lock still exists after the only Unlock: a hand-over counted twice")
+		}
+	})
+}
+
+// A hand-over to a waiter that is no longer there (its client still listens) is given back at once by
+// that client, and the lock goes to the next waiter instead of staying held for the lease.
+func TestHandOverToDepartedWaiterIsGivenBack(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		holder := newLock(t, tg.Client(t), "departed")
+		held := mustLock(t, holder, context.Background())
+
+		c := tg.Client(t, slow)
+		live := newLock(t, c, "departed")
+		got := waitFor(live)
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if n := len(waiterRecords(t, tg, "departed")); n != 1 {
+				return fmt.Errorf("%d waiter records", n)
+			}
+			return nil
+		})
+		// A record of the same client for an owner with no waiter, first in line: what a waiter that
+		// left leaves when its cleanup has not run yet.
+		ghost := c.ID() + ":999999:1:30000:0"
+		testkit.Do(t, rdb, "ZADD", "redisync_lock_waiters:{departed}", "1", ghost) // scores are times in us
+		testkit.Do(t, rdb, "ZADD", "redisync_lock_waiters:{departed}", "XX", fmt.Sprint(time.Now().Add(time.Minute).UnixMicro()), ghost)
+		if rec := waiterRecords(t, tg, "departed"); len(rec) != 2 || rec[0] != ghost {
+			t.Fatalf("records %v: want the ghost first", rec)
+		}
+		mustUnlock(t, holder, held)
+		h := receive(t, got, "the waiter behind the departed one")
+		if n, err := live.HoldCount(h); err != nil || n != 1 {
+			t.Fatalf("HoldCount %d, %v; want 1", n, err)
+		}
+		if fields := testkit.DoString(t, rdb, "HKEYS", "departed"); strings.Contains(fields, ":999999") {
+			t.Fatalf("the departed waiter still holds the lock: %s", fields)
+		}
+		mustUnlock(t, live, h)
+		if rec := waiterRecords(t, tg, "departed"); len(rec) != 0 {
+			t.Fatalf("records left: %v", rec)
+		}
+	})
+}
+
+// A waiter that misses the hand-over message takes the grant with its next try, once, and the hold
+// count stays 1.
+func TestHandOverTakenByTry(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		testkit.Do(t, rdb, "HSET", "missed", "java-holder:1", "1") // held by someone else
+		testkit.Do(t, rdb, "PEXPIRE", "missed", "60000")
+
+		waiter := newLock(t, tg.Client(t, redisync.WithRecheckInterval(200*time.Millisecond)), "missed")
+		got := waitFor(waiter)
+		var rec []string
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if rec = waiterRecords(t, tg, "missed"); len(rec) != 1 {
+				return fmt.Errorf("%d waiter records", len(rec))
+			}
+			return nil
+		})
+		// What a release that hands the lock over writes, without its message.
+		parts := strings.SplitN(rec[0], ":", 3)
+		testkit.Do(t, rdb, "EVAL", `redis.call('del', KEYS[1])
+redis.call('hset', KEYS[1], ARGV[1], 1)
+redis.call('pexpire', KEYS[1], 30000)
+redis.call('zadd', KEYS[2], 0, ARGV[2])`, "2", "missed", "redisync_lock_waiters:{missed}", parts[0]+":"+parts[1], rec[0])
+		h := receive(t, got, "waiter")
+		if n, err := waiter.HoldCount(h); err != nil || n != 1 {
+			t.Fatalf("HoldCount %d, %v; want 1", n, err)
+		}
+		mustUnlock(t, waiter, h)
+		if got := testkit.DoString(t, rdb, "EXISTS", "missed"); got != "0" {
+			t.Fatal("lock still exists after the only Unlock")
+		}
+	})
+}
