@@ -265,8 +265,8 @@ func (n *Notifier) deliver(name, message string) {
 				return
 			}
 		}
-		if c.stray != nil {
-			n.wg.Add(1) // Close waits for it; deliver runs on a goroutine that Close also waits for
+		if c.stray != nil && !n.closed {
+			n.wg.Add(1) // Close, which sets n.closed under n.mu first, waits for it
 			go func() {
 				defer n.wg.Done()
 				c.stray(tag, payload)
