@@ -5,6 +5,11 @@
 // the same ctx, or any ctx derived from it, may Lock again (the hold count goes up) and must Unlock as
 // many times. That ctx ends when the lock stops being held: with redisync.ErrReleased after the last
 // Unlock, with redisync.ErrLost when the lease ends or the watchdog finds the lock gone.
+//
+// A waiter records itself beside the lock; a release hands the lock to the waiter that tried least
+// recently, with that waiter's lease and fencing token, and tells its Client, so that the waiter
+// returns without a command of its own. Java waiters, which leave no record, are still woken by
+// Redisson's unlock message.
 package rlock
 
 import (
