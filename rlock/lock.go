@@ -157,7 +157,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	}
 	var member string // the waiter's record (rlock_wake.lua), unique to this acquisition
 	if window != "0" {
-		member = field + ":" + l.c.Seq() + ":" + l.grantMs + ":" + l.fenceArg
+		member = l.c.Record(field, l.grantMs, l.fenceArg)
 	}
 	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0", member}
 	spec := core.HoldSpec{
@@ -168,8 +168,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		Channel: l.channel,
 		Wake:    wake,
 		Tag:     member,
-		Claim:   a.claim,
-		Stray:   l.stray,
+		Grants:  a,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
 		Try:     a.try,
@@ -194,8 +193,8 @@ type attempt struct {
 	token int64
 }
 
-// claim takes the lock that a release handed to this waiter; payload is the fencing token.
-func (a *attempt) claim(payload string) bool {
+// Claim takes the lock that a release handed to this waiter; payload is the fencing token.
+func (a *attempt) Claim(payload string) bool {
 	token, err := strconv.ParseInt(payload, 10, 64)
 	if err != nil {
 		return false
@@ -235,14 +234,14 @@ func (l *Lock) forget(ctx context.Context, field, member string) {
 	l.c.Run(ctx, forgetScript, keys, []string{field, member, l.c.Publish(), l.c.NumSub()})
 }
 
-// stray gives back a lock that a release handed to a waiter of this client that is no longer there.
-func (l *Lock) stray(member, _ string) {
+// Stray gives back a lock that a release handed to a waiter of this client that is no longer there.
+func (a *attempt) Stray(member, _ string) {
 	client, rest, _ := strings.Cut(member, ":")
 	owner, _, ok := strings.Cut(rest, ":")
 	if !ok {
 		return
 	}
-	l.forget(context.Background(), client+":"+owner, member)
+	a.l.forget(context.Background(), client+":"+owner, member)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).

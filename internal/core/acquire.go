@@ -20,12 +20,9 @@ type Wait struct {
 	// rlock); the waiter listens on both.
 	Wake string
 	// Tag names this waiter to messages addressed to it on Wake (see pubsub): a release that hands
-	// the object over tells the waiter so, and Claim turns the message's payload into the acquisition
-	// (false: not a valid grant, keep waiting). Stray gets the addressed messages of Wake that no
-	// waiter of this client takes.
+	// the object over tells the waiter so, and Grants takes the hand-over.
 	Tag    string
-	Claim  func(payload string) bool
-	Stray  func(tag, payload string)
+	Grants Grants
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
 	Try    Attempt
@@ -33,6 +30,16 @@ type Wait struct {
 	// when the try reported an error with its success (not acknowledged by the replicas). Nil when
 	// there is nothing to give back.
 	Undo func(ctx context.Context)
+}
+
+// Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
+// addressed to its Tag.
+type Grants interface {
+	// Claim turns the message's payload into the acquisition; false: not a valid grant, keep waiting.
+	Claim(payload string) bool
+	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
+	// object was handed to a waiter that has left, and must be given back.
+	Stray(tag, payload string)
 }
 
 // Acquire tries w.Try until it succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
@@ -114,7 +121,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				last = false
 			case <-ws.signal(1):
 				last = false
-				if ws.granted(w.Claim) {
+				if ws.granted(w.Grants) {
 					return start, nil // the hand-over came after the try that started at start
 				}
 			case <-timer.C:
@@ -151,8 +158,8 @@ func (ws *waiters) add(c *Client, w Wait) error {
 			continue
 		}
 		tag, stray := "", (func(string, string))(nil)
-		if i == 1 {
-			tag, stray = w.Tag, w.Stray
+		if i == 1 && w.Grants != nil {
+			tag, stray = w.Tag, w.Grants.Stray
 		}
 		pw, err := c.notifier.SubscribeTagged(ch, tag, w.Weight, w.Policy, stray)
 		if err != nil {
@@ -209,12 +216,12 @@ func (ws waiters) readied(i int) { ws[i].ready = nil }
 
 // granted reports whether a grant was addressed to the wait (on the wake channel, its last place)
 // and claim took it.
-func (ws waiters) granted(claim func(string) bool) bool {
-	if claim == nil || len(ws) == 0 {
+func (ws waiters) granted(g Grants) bool {
+	if g == nil || len(ws) == 0 {
 		return false
 	}
 	payload, ok := ws[len(ws)-1].Grant()
-	return ok && claim(payload)
+	return ok && g.Claim(payload)
 }
 
 func (ws waiters) signal(i int) <-chan struct{} {

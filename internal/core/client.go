@@ -182,8 +182,25 @@ func (c *Client) WaitWindowMs() string { return c.windowMs }
 // notifier uses sharded Pub/Sub, else "publish".
 func (c *Client) Publish() string { return c.publish }
 
-// Seq returns a number this client never returned before, in decimal.
-func (c *Client) Seq() string { return strconv.FormatUint(c.requests.Add(1), 10) }
+// Record returns "<field>:<n>:<a>:<b>...", n a number this client never used before: the name of one
+// waiter's record, unique among all waiters, in one allocation.
+func (c *Client) Record(field string, parts ...string) string {
+	var b strings.Builder
+	n := len(field) + 21
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b.Grow(n)
+	b.WriteString(field)
+	b.WriteByte(':')
+	var digits [20]byte
+	b.Write(strconv.AppendUint(digits[:0], c.requests.Add(1), 10))
+	for _, p := range parts {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
+}
 
 // RequestID returns an id never returned before by any client: the client's UUID and a counter. It
 // names a request's record in Redis (an unlock latch), so that a retried request finds it.
