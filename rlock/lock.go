@@ -155,11 +155,10 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	if wait == 0 || window == "0" { // a single try records no waiter
 		window, wake = "0", ""
 	}
-	var member string // the waiter's record (rlock_wake.lua), unique to this acquisition
-	if window != "0" {
-		member = l.c.Record(field, l.grantMs, l.fenceArg)
-	}
-	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, window, l.c.ID(), lingerMs, "0", member}
+	// Tries record nothing until the wait starts to listen (Tag): a Lock that acquires at its first
+	// try, the usual case, sends and builds no record.
+	a.window = window
+	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, "0", "", "", "0", ""}
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
 		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: a.args[1:2]},
@@ -167,7 +166,6 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
 		Channel: l.channel,
 		Wake:    wake,
-		Tag:     member,
 		Grants:  a,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
@@ -175,7 +173,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 		Undo:    a.undo,
 	})
 	if err != nil {
-		if window != "0" {
+		if member := a.args[8]; member != "" {
 			l.forget(ctx, field, member)
 		}
 		return nil, core.Errorf(kind, l.name, err)
@@ -188,9 +186,21 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 
 // attempt is what the tries of one acquisition share, in one allocation.
 type attempt struct {
-	l     *Lock
-	args  [9]string // the acquire script's ARGV; args[1] is the owner's field, args[8] its record
-	token int64
+	l      *Lock
+	args   [9]string // the acquire script's ARGV; args[1] is the owner's field, args[8] its record
+	window string    // the wait window, "0" when this acquisition does not wait
+	token  int64
+}
+
+// Tag names the waiter's record (rlock_wake.lua), unique to this acquisition, and makes the tries
+// from now on leave it.
+func (a *attempt) Tag() string {
+	if a.args[8] == "" && a.window != "0" {
+		l := a.l
+		a.args[4], a.args[5], a.args[6] = a.window, l.c.ID(), lingerMs
+		a.args[8] = l.c.Record(a.args[1], l.grantMs, l.fenceArg)
+	}
+	return a.args[8]
 }
 
 // Claim takes the lock that a release handed to this waiter; payload is the fencing token.

@@ -19,9 +19,8 @@ type Wait struct {
 	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
 	// rlock); the waiter listens on both.
 	Wake string
-	// Tag names this waiter to messages addressed to it on Wake (see pubsub): a release that hands
-	// the object over tells the waiter so, and Grants takes the hand-over.
-	Tag    string
+	// Grants, when set, takes hand-overs: a release that gives the object to this waiter tells it with
+	// a message on Wake addressed to its Tag (see pubsub).
 	Grants Grants
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
@@ -35,6 +34,9 @@ type Wait struct {
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
 // addressed to its Tag.
 type Grants interface {
+	// Tag names the waiter; Acquire asks for it when it starts to listen, before the try that must
+	// leave a record under that name.
+	Tag() string
 	// Claim turns the message's payload into the acquisition; false: not a valid grant, keep waiting.
 	Claim(payload string) bool
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
@@ -159,7 +161,7 @@ func (ws *waiters) add(c *Client, w Wait) error {
 		}
 		tag, stray := "", (func(string, string))(nil)
 		if i == 1 && w.Grants != nil {
-			tag, stray = w.Tag, w.Grants.Stray
+			tag, stray = w.Grants.Tag(), w.Grants.Stray
 		}
 		pw, err := c.notifier.SubscribeTagged(ch, tag, w.Weight, w.Policy, stray)
 		if err != nil {
