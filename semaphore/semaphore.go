@@ -7,12 +7,9 @@
 // id and, optionally, a lease: a permit whose lease ends returns to the pool by itself, so a crashed
 // worker cannot leak capacity.
 //
-// Waiting is driven by release notifications. A Semaphore's waiter records itself beside the count
-// and each Client listens on a channel of its own: a release of 3 wakes as many waiters as 3 permits
-// can serve (one asking for 2 and one asking for 1, say), across all Clients, those that tried least
-// recently first, and not one waiter on every Client as Redisson's message alone would. Redisson's
-// message (the new count) is still published for Java waiters, and an Expirable semaphore's waiters
-// are woken by it, on each Client as many as the count can serve.
+// Waiting is driven by the release notification, which carries the new number of available permits:
+// a release of 3 wakes, on each Client, as many waiters as 3 permits can serve (one asking for 2 and
+// one asking for 1, say), not all of them and not just one.
 package semaphore
 
 import (
@@ -27,13 +24,12 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
 	acquireScript = lua.Load("semaphore_acquire.lua")
-	addScript     = lua.Load("semaphore_wake.lua", "semaphore_add.lua")
-	trySetScript  = lua.Load("semaphore_wake.lua", "semaphore_try_set.lua")
+	addScript     = lua.Load("semaphore_add.lua")
+	trySetScript  = lua.Load("semaphore_try_set.lua")
 	drainScript   = lua.Load("semaphore_drain.lua")
 )
 
@@ -49,9 +45,6 @@ type Semaphore struct {
 	c       *core.Client
 	name    string
 	channel string
-	// The directed wake-up (semaphore_wake.lua): this client's wake channel, the waiter records, the
-	// clients, and the wake channels' prefix. windowMs is "0" where it is off.
-	wake, waiters, clients, wakePrefix, windowMs string
 }
 
 // New returns the counting semaphore called name.
@@ -62,20 +55,7 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	s := &Semaphore{c: (*core.Client)(c), name: name, channel: channel(name), windowMs: "0"}
-	side := core.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients", "redisync_semaphore__wake")
-	s.waiters, s.clients = side[0], side[1]
-	s.wakePrefix = side[2] + ":"
-	s.wake = s.wakePrefix + s.c.ID()
-	if s.c.NumSub() != "" { // subscriber counts can be trusted
-		s.windowMs = s.c.WaitWindowMs()
-	}
-	return s, nil
-}
-
-// wakeKeys are the KEYS of the scripts that wake waiters.
-func (s *Semaphore) wakeKeys() []string {
-	return []string{s.name, s.channel, s.waiters, s.clients, s.wakePrefix}
+	return &Semaphore{c: (*core.Client)(c), name: name, channel: channel(name)}, nil
 }
 
 // channel is where every semaphore of name announces its new count.
@@ -90,7 +70,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if err := s.check(ctx, n, 0); err != nil {
 		return false, err
 	}
-	ok, err := s.c.Run(ctx, trySetScript, s.wakeKeys(), []string{itoa(n), s.c.Publish(), s.c.NumSub()}).AsBool()
+	ok, err := s.c.Run(ctx, trySetScript, []string{s.name, s.channel}, []string{itoa(n), s.c.Publish()}).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
@@ -132,17 +112,9 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	if err := s.check(ctx, n, 1); err != nil {
 		return err
 	}
-	window, wakeCh, member := s.windowMs, s.wake, ""
-	if wait == 0 || window == "0" { // a single try records no waiter
-		window, wakeCh = "0", ""
-	} else {
-		member = s.c.Record(s.c.ID(), itoa(n)) // '<client id>:<attempt>:<permits>'
-	}
-	keys := []string{s.name, s.waiters, s.clients}
-	args := []string{itoa(n), window, member, s.c.ID(), lingerMs, "0"}
+	keys, args := []string{s.name}, []string{itoa(n)}
 	_, err := s.c.Acquire(ctx, wait, core.Wait{
 		Channel: s.channel,
-		Wake:    wakeCh,
 		Weight:  n,
 		Policy:  wake,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
@@ -151,28 +123,14 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 			if ok && err == nil {
 				return true, 0, notReplicated // Acquire gives it back when it was not replicated
 			}
-			if err == nil && window != "0" {
-				args[5] = "1" // the script recorded the waiter: the try that succeeds removes it
-			}
 			return ok, 0, err
 		},
 		Undo: func(ctx context.Context) { s.add(ctx, n) },
 	})
 	if err != nil {
-		if member != "" {
-			s.forget(ctx, member)
-		}
 		return core.Errorf(kind, s.name, err)
 	}
 	return nil
-}
-
-// forget removes the record of a waiter that gave up, so that no release counts it.
-func (s *Semaphore) forget(ctx context.Context, member string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
-	defer cancel()
-	rdb := s.c.RDB()
-	rdb.Do(ctx, rdb.B().Zrem().Key(s.waiters).Member(member).Build())
 }
 
 // Release gives back n permits and wakes as many waiters as the new count can serve. Nothing checks
@@ -185,7 +143,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 }
 
 func (s *Semaphore) add(ctx context.Context, n int64) error {
-	err := s.c.Run(ctx, addScript, s.wakeKeys(), []string{itoa(n), s.c.Publish(), s.c.NumSub()}).Error()
+	err := s.c.Run(ctx, addScript, []string{s.name, s.channel}, []string{itoa(n), s.c.Publish()}).Error()
 	if err != nil {
 		return core.Errorf(kind, s.name, err)
 	}
@@ -253,6 +211,3 @@ func wake(message string) int64 {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// lingerMs: a client keeps listening on a wake channel this long after its last waiter left.
-var lingerMs = itoa(pubsub.Linger.Milliseconds())
