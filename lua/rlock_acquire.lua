@@ -12,9 +12,11 @@ local mine = not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and ARGV[8] == '1' then
   -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
   -- acquisition.
+  -- Its lease starts again now: the waiter counts it from this try.
   local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[9]))
   if mark and mark <= 0 then
     redis.call('zrem', KEYS[3], ARGV[9])
+    redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), -mark}
   end
 end

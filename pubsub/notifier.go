@@ -143,11 +143,13 @@ func (w *Waiter) Ready() <-chan struct{} {
 // C receives a value when the waiter should try again, or has been granted what it waits for (Grant).
 func (w *Waiter) C() <-chan struct{} { return w.sig }
 
-// Grant returns the payload of the message addressed to this waiter, if one came.
+// Grant returns the payload of the message addressed to this waiter, if one came since the last call.
 func (w *Waiter) Grant() (string, bool) {
 	w.n.mu.Lock()
 	defer w.n.mu.Unlock()
-	return w.grant, w.granted
+	payload, ok := w.grant, w.granted
+	w.grant, w.granted = "", false
+	return payload, ok
 }
 
 // Close removes the waiter. A wake-up it had not taken is passed to the next waiter, so that a waiter

@@ -25,6 +25,12 @@ type Wait struct {
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
 	Try    Attempt
+	// Lease, when not 0, is how long an acquisition holds from when its try was sent. One learnt of
+	// late (a reply or a hand-over delayed by a stalled server) could end before the watchdog's first
+	// renewal, or may already have been overtaken: a try answered after half the lease is given back
+	// and tried again, and a hand-over that came that long after the last try is confirmed by a try
+	// (which takes it, renewing its lease, if it still stands). AcquireHold sets it.
+	Lease time.Duration
 	// Undo gives back what a successful try acquired when the caller's ctx ended while it ran, or
 	// when the try reported an error with its success (not acknowledged by the replicas). Nil when
 	// there is nothing to give back.
@@ -66,6 +72,12 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, tryCtx, w)
+		if ok && err == nil && w.late(start) {
+			if w.Undo != nil {
+				w.Undo(tryCtx)
+			}
+			return false, time.Millisecond, start, nil // try again at once
+		}
 		return ok, retryIn, start, err
 	}
 	// A waiter that registers while its channels are subscribed needs one try only: any release
@@ -123,8 +135,9 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				last = false
 			case <-ws.signal(1):
 				last = false
-				if ws.granted(w.Grants) {
-					return start, nil // the hand-over came after the try that started at start
+				// A hand-over came after the try that started at start; a late one goes to a try.
+				if ws.granted(w.Grants, !w.late(start)) {
+					return start, nil
 				}
 			case <-timer.C:
 			case <-ctx.Done():
@@ -216,14 +229,20 @@ func (ws waiters) readyCh(i int) <-chan struct{} {
 
 func (ws waiters) readied(i int) { ws[i].ready = nil }
 
-// granted reports whether a grant was addressed to the wait (on the wake channel, its last place)
-// and claim took it.
-func (ws waiters) granted(g Grants) bool {
+// late reports whether an acquisition whose try started at start is learnt of too late to keep
+// without checking: half its lease has gone.
+func (w *Wait) late(start time.Time) bool {
+	return w.Lease > 0 && time.Since(start) >= w.Lease/2
+}
+
+// granted reports whether a hand-over was addressed to the wait (on the wake channel, its last place)
+// since the last call, and, when take is set, whether Claim took it.
+func (ws waiters) granted(g Grants, take bool) bool {
 	if g == nil || len(ws) == 0 {
 		return false
 	}
 	payload, ok := ws[len(ws)-1].Grant()
-	return ok && g.Claim(payload)
+	return ok && take && g.Claim(payload)
 }
 
 func (ws waiters) signal(i int) <-chan struct{} {

@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +114,96 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 			case <-undone:
 			default:
 				t.Fatal("Acquire returned before giving back what its try acquired")
+			}
+		})
+	}
+}
+
+// A try answered after half the lease may be overtaken before the watchdog's first renewal: it is
+// given back and tried again.
+func TestAcquireGivesBackLateTry(t *testing.T) {
+	_, c := testkit.Mini(t)
+	cc := (*core.Client)(c)
+	tries, undone := 0, 0
+	start, err := cc.Acquire(context.Background(), time.Second, core.Wait{
+		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, Lease: 100 * time.Millisecond,
+		Try: func(context.Context) (bool, time.Duration, error) {
+			tries++
+			if tries == 1 {
+				time.Sleep(60 * time.Millisecond) // a reply held up past half the lease
+			}
+			return true, 0, nil
+		},
+		Undo: func(context.Context) { undone++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tries != 2 || undone != 1 {
+		t.Fatalf("%d tries, %d given back; want the late one given back and a second try", tries, undone)
+	}
+	if time.Since(start) > 50*time.Millisecond {
+		t.Fatalf("Acquire reported the late try's start")
+	}
+}
+
+// grants is a Grants that records what Acquire asks of it.
+type grants struct {
+	claimed chan string
+}
+
+func (g *grants) Tag() string               { return "me" }
+func (g *grants) Claim(payload string) bool { g.claimed <- payload; return true }
+func (g *grants) Stray(tag, payload string) {}
+
+// A hand-over that comes soon after the waiter's last try is taken as it is; one that comes after half
+// the lease goes to a try, which takes it only if it still stands.
+func TestAcquireHandOver(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "prompt", true: "late"}[late], func(t *testing.T) {
+			m, c := testkit.Mini(t)
+			cc := (*core.Client)(c)
+			g := &grants{claimed: make(chan string, 1)}
+			var tries atomic.Int64
+			const lease = 400 * time.Millisecond
+			done := make(chan error, 1)
+			go func() {
+				_, err := cc.Acquire(context.Background(), 5*time.Second, core.Wait{
+					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
+					Try: func(context.Context) (bool, time.Duration, error) {
+						return tries.Add(1) > 2, time.Minute, nil // the first two fail: before and after subscribing
+					},
+				})
+				done <- err
+			}()
+			testkit.Eventually(t, 2*time.Second, func() error {
+				if n := tries.Load(); n < 2 {
+					return fmt.Errorf("%d tries", n)
+				}
+				return nil
+			})
+			if late {
+				time.Sleep(lease / 2)
+			}
+			m.Publish("hand-me", "@me 7")
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case p := <-g.claimed:
+				if late {
+					t.Fatalf("a late hand-over was claimed (%q) without a try", p)
+				}
+				if tries.Load() != 2 {
+					t.Fatalf("%d tries: a prompt hand-over needs none after the wait began", tries.Load())
+				}
+			default:
+				if !late {
+					t.Fatal("a prompt hand-over was not claimed")
+				}
+				if tries.Load() != 3 {
+					t.Fatalf("%d tries: a late hand-over must go to one try", tries.Load())
+				}
 			}
 		})
 	}

@@ -46,6 +46,9 @@ func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Durat
 	if err != nil {
 		return nil, err
 	}
+	if w.Lease = spec.Lease; w.Lease == 0 {
+		w.Lease = c.cfg.WatchdogTimeout
+	}
 	start, err := c.Acquire(ctx, wait, w)
 	if err != nil {
 		h.abort()
