@@ -66,9 +66,9 @@ type Lock struct {
 type Option func(*Lock)
 
 // WithLease gives every acquisition a fixed lease: the lock frees itself after d unless unlocked
-// before, with no renewal, and the ctx Lock returns has the lease's end as its deadline. Without it
-// (or with 0) the Client's watchdog keeps the lock while it is held and lets it expire within the
-// watchdog timeout when the process dies.
+// before, with no renewal, and the ctx Lock returns has the lease's end (less 1% + 2 ms for clock
+// drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the lock while it is
+// held and lets it expire within the watchdog timeout when the process dies.
 func WithLease(d time.Duration) Option { return func(l *Lock) { l.lease = d } }
 
 // NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and

@@ -67,8 +67,8 @@ type config struct {
 }
 
 // WithLease gives every acquisition, read or write, a fixed lease: each hold frees itself after d
-// unless unlocked before, with no renewal, and the ctx Lock returns has the lease's end as its
-// deadline. Without it (or with 0) the Client's watchdog keeps the holds while they are held and lets
+// unless unlocked before, with no renewal, and the ctx Lock returns has the lease's end (less 1% +
+// 2 ms for clock drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the holds while they are held and lets
 // them expire within the watchdog timeout when the process dies.
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 

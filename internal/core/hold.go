@@ -13,7 +13,8 @@ type HoldSpec struct {
 	Kind, Name string // for errors: "lock", "orders"
 	Key        string // the object's main key
 	Field      string // the owner's field in it ("<clientID>:<ownerID>", or "...:write")
-	// Lease > 0 is a fixed lease: no renewal, and the hold's ctx has the lease's end as deadline.
+	// Lease > 0 is a fixed lease: no renewal, and the hold's ctx has the lease's end (less Drift) as
+	// deadline.
 	// Lease == 0 means the watchdog keeps the hold with Renew.
 	Lease time.Duration
 	Renew RenewSpec
@@ -93,7 +94,8 @@ func (h *hold) commit(parent context.Context, start time.Time) context.Context {
 	h.pending--
 	if h.spec.Lease > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, start.Add(h.spec.Lease), h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, h.spec.Lease)))
+		end := start.Add(h.spec.Lease - Drift(h.spec.Lease))
+		ctx, stop = context.WithDeadlineCause(ctx, end, h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, h.spec.Lease)))
 		inner := cancel
 		cancel = func(cause error) { inner(cause); stop() }
 	}

@@ -48,7 +48,7 @@ type entry struct {
 	// guarded by Watchdog.mu
 	confirmed bool
 	failing   bool      // the last renewal failed for a transient reason
-	valid     time.Time // the lease surely lasts until then: last successful send + TTL
+	valid     time.Time // the lease surely lasts until then: last successful send + TTL - Drift
 }
 
 // Watchdog renews the leases of every hold of one client that has no fixed lease: one goroutine, one
@@ -92,11 +92,17 @@ func (w *Watchdog) readd(e *entry) {
 func (w *Watchdog) confirm(e *entry, start time.Time) {
 	w.mu.Lock()
 	e.confirmed = true
-	if v := start.Add(w.ttl); v.After(e.valid) {
+	if v := start.Add(w.ttl - Drift(w.ttl)); v.After(e.valid) {
 		e.valid = v
 	}
 	w.mu.Unlock()
 }
+
+// Drift is how much before a lease's end, as the client reckons it from when the acquiring or
+// renewing command was sent, a holder is told that the lease may have ended: an allowance for timers
+// that fire late and clocks that run apart (the Redlock algorithm's 1% + 2 ms), so that a waiter
+// that tries the moment the key expires never finds the previous holder still at work.
+func Drift(lease time.Duration) time.Duration { return min(lease/100+2*time.Millisecond, lease/2) }
 
 func (w *Watchdog) remove(e *entry) {
 	w.mu.Lock()
@@ -265,7 +271,7 @@ func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 			e.failing = true
 		case res[i] == 1:
 			e.failing = false
-			if v := sent.Add(w.ttl); v.After(e.valid) {
+			if v := sent.Add(w.ttl - Drift(w.ttl)); v.After(e.valid) {
 				e.valid = v
 			}
 		default:
