@@ -194,7 +194,20 @@ func (r *redisyncLocker) TryLock(ctx context.Context, key string, wait time.Dura
 	if err != nil {
 		return nil, err
 	}
+	return lockOwned(ctx, l, wait)
+}
+
+// ownedLock is a redisync lock whose owner travels in the ctx (rlock, fairlock).
+type ownedLock interface {
+	Lock(ctx context.Context) (context.Context, error)
+	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+// lockOwned locks l within wait (no bound when wait < 0) and returns how to release it.
+func lockOwned(ctx context.Context, l ownedLock, wait time.Duration) (func(context.Context) error, error) {
 	var held context.Context
+	var err error
 	if wait < 0 {
 		held, err = l.Lock(ctx)
 	} else {

@@ -64,16 +64,7 @@ func (f *fairLocker) TryLock(ctx context.Context, key string, wait time.Duration
 	if err != nil {
 		return nil, err
 	}
-	var held context.Context
-	if wait < 0 {
-		held, err = l.Lock(ctx)
-	} else {
-		held, err = l.TryLock(ctx, wait)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return func(context.Context) error { return l.Unlock(held) }, nil
+	return lockOwned(ctx, l, wait)
 }
 
 func (f *fairLocker) Close() { closeClient(f.c) }

@@ -12,9 +12,6 @@ import (
 	"github.com/redisync/redisync/rlock"
 )
 
-// slow makes a waiter's own tries rare: only a hand-over can be prompt.
-var slow = redisync.WithRecheckInterval(time.Minute)
-
 // waitFor runs Lock on l in the background and returns where its result arrives.
 func waitFor(l *rlock.Lock) <-chan lockResult {
 	out := make(chan lockResult, 1)

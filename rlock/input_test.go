@@ -196,7 +196,7 @@ func TestForceUnlock(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			other := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "forced")
+			other := newLock(t, tg.Client(t, slow), "forced")
 			h, err := other.TryLock(context.Background(), 3*time.Second)
 			if err != nil {
 				t.Errorf("waiter not woken by the forced unlock: %v", err)

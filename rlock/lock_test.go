@@ -15,6 +15,9 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
+// slow makes a waiter's own tries rare: only a wake-up or a hand-over can be prompt.
+var slow = redisync.WithRecheckInterval(time.Minute)
+
 func newLock(t testing.TB, c *redisync.Client, name string, opts ...rlock.Option) *rlock.Lock {
 	t.Helper()
 	l, err := rlock.New(c, name, opts...)
@@ -322,8 +325,8 @@ func TestWatchdogFindsLockGone(t *testing.T) {
 func TestWaiterWokenByRelease(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		// A long recheck interval and watchdog lease: only the notification can be fast.
-		l := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "handoff")
-		other := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "handoff")
+		l := newLock(t, tg.Client(t, slow), "handoff")
+		other := newLock(t, tg.Client(t, slow), "handoff")
 		held := mustLock(t, l, context.Background())
 		got := make(chan time.Time, 1)
 		var wg sync.WaitGroup
@@ -356,8 +359,8 @@ func TestWaiterWokenByRelease(t *testing.T) {
 
 func TestWaiterAfterNotificationConnectionKilled(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
-		l := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "killed-pubsub")
-		other := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "killed-pubsub")
+		l := newLock(t, tg.Client(t, slow), "killed-pubsub")
+		other := newLock(t, tg.Client(t, slow), "killed-pubsub")
 		held := mustLock(t, l, context.Background())
 		got := make(chan error, 1)
 		go func() {
@@ -388,7 +391,7 @@ func TestWaiterAfterNotificationConnectionKilled(t *testing.T) {
 func TestRedissonCompatibility(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rdb := tg.Redis(t)
-		c := tg.Client(t, redisync.WithRecheckInterval(time.Minute))
+		c := tg.Client(t, slow)
 		l := newLock(t, c, "java-shared")
 		// A Java process holds the lock: hash field "<uuid>:<threadId>" = 1, with a lease.
 		javaOwner := "3f1a7c2e-0000-4000-8000-000000000001:57"

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
 )
@@ -87,7 +86,6 @@ func TestNoHerd(t *testing.T) {
 // them and wakes a live waiter at once.
 func TestClosedWaiterDoesNotStallTheLine(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
-		slow := redisync.WithRecheckInterval(time.Minute) // only a wake-up can be fast
 		holder := newLock(t, tg.Client(t), "closed-waiter")
 		held := mustLock(t, holder, context.Background())
 
@@ -132,7 +130,7 @@ func TestJavaWaiterWokenBesideOurs(t *testing.T) {
 		held := mustLock(t, holder, context.Background())
 
 		// Our waiter, queued with a record and a wake channel.
-		ours := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Minute)), "java-beside")
+		ours := newLock(t, tg.Client(t, slow), "java-beside")
 		oursDone := make(chan error, 1)
 		go func() {
 			h, err := ours.Lock(context.Background())

@@ -61,15 +61,21 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 		}
 	}
 
-	t.Run("near deadline: returns without the try", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		defer cancel()
-		entered, proceed, undone := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
-		returned := make(chan error, 1)
+	// start runs Acquire on ctx in the background with a try that blocks until proceed is closed.
+	start := func(ctx context.Context) (entered, proceed, undone chan struct{}, returned chan error) {
+		entered, proceed, undone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+		returned = make(chan error, 1)
 		go func() {
 			_, err := cc.Acquire(ctx, -1, blockingTry(entered, proceed, undone))
 			returned <- err
 		}()
+		return entered, proceed, undone, returned
+	}
+
+	t.Run("near deadline: returns without the try", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		entered, proceed, undone, returned := start(ctx)
 		select {
 		case err := <-returned:
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -97,12 +103,7 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := mk()
 			defer cancel()
-			entered, proceed, undone := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
-			returned := make(chan error, 1)
-			go func() {
-				_, err := cc.Acquire(ctx, -1, blockingTry(entered, proceed, undone))
-				returned <- err
-			}()
+			entered, proceed, undone, returned := start(ctx)
 			<-entered
 			cancel()
 			close(proceed)

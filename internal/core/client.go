@@ -157,15 +157,7 @@ func (c *Client) ID() string { return c.id }
 func (c *Client) Config() Config { return c.cfg }
 
 // Owner returns the owner field "<clientID>:<ownerID>" that Redis stores for owner id.
-func (c *Client) Owner(id int64) string {
-	var b strings.Builder
-	b.Grow(len(c.id) + 21)
-	b.WriteString(c.id)
-	b.WriteByte(':')
-	var digits [20]byte
-	b.Write(strconv.AppendInt(digits[:0], id, 10))
-	return b.String()
-}
+func (c *Client) Owner(id int64) string { return numbered([]string{c.id}, id) }
 
 // LeaseMs returns lease in milliseconds, as scripts take it; lease 0 is the watchdog timeout.
 func (c *Client) LeaseMs(lease time.Duration) string {
@@ -185,21 +177,7 @@ func (c *Client) Publish() string { return c.publish }
 // Record returns "<field>:<n>:<a>:<b>...", n a number this client never used before: the name of one
 // waiter's record, unique among all waiters, in one allocation.
 func (c *Client) Record(field string, parts ...string) string {
-	var b strings.Builder
-	n := len(field) + 21
-	for _, p := range parts {
-		n += len(p) + 1
-	}
-	b.Grow(n)
-	b.WriteString(field)
-	b.WriteByte(':')
-	var digits [20]byte
-	b.Write(strconv.AppendUint(digits[:0], c.requests.Add(1), 10))
-	for _, p := range parts {
-		b.WriteByte(':')
-		b.WriteString(p)
-	}
-	return b.String()
+	return numbered([]string{field}, int64(c.requests.Add(1)), parts...)
 }
 
 // RequestID returns an id never returned before by any client: the client's UUID and a counter. It
@@ -208,16 +186,34 @@ func (c *Client) RequestID() string { return c.RequestKey("") }
 
 // RequestKey returns "prefix:" and a new RequestID, in one allocation (the id alone for prefix "").
 func (c *Client) RequestKey(prefix string) string {
+	n := int64(c.requests.Add(1))
+	if prefix == "" {
+		return numbered([]string{c.id}, n)
+	}
+	return numbered([]string{prefix, c.id}, n)
+}
+
+// numbered joins head, n in decimal and tail with ':' in one allocation.
+func numbered(head []string, n int64, tail ...string) string {
+	size := 21
+	for _, p := range head {
+		size += len(p) + 1
+	}
+	for _, p := range tail {
+		size += len(p) + 1
+	}
 	var b strings.Builder
-	b.Grow(len(prefix) + len(c.id) + 22)
-	if prefix != "" {
-		b.WriteString(prefix)
+	b.Grow(size)
+	for _, p := range head {
+		b.WriteString(p)
 		b.WriteByte(':')
 	}
-	b.WriteString(c.id)
-	b.WriteByte(':')
 	var digits [20]byte
-	b.Write(strconv.AppendUint(digits[:0], c.requests.Add(1), 10))
+	b.Write(strconv.AppendInt(digits[:0], n, 10))
+	for _, p := range tail {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
 	return b.String()
 }
 
