@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,45 @@ func waitSubscribed(t *testing.T, tg *testkit.Target, channel string, n int) {
 		}
 		return nil
 	})
+}
+
+// waitUnsubscribed waits until no connection is subscribed to channel.
+func waitUnsubscribed(t *testing.T, tg *testkit.Target, channel string) {
+	t.Helper()
+	testkit.Eventually(t, 5*time.Second, func() error {
+		for _, s := range tg.Servers {
+			for _, cmd := range []string{"NUMSUB", "SHARDNUMSUB"} {
+				out, err := s.Do("PUBSUB", cmd, channel)
+				if err != nil {
+					return err
+				}
+				if f := strings.Fields(out); len(f) == 2 && f[1] != "0" {
+					return fmt.Errorf("%s still subscribed", channel)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// getCalls returns how many GETs the servers have run (a latch's try is one GET; no test of this
+// package runs in parallel with another).
+func getCalls(t *testing.T, tg *testkit.Target) int {
+	t.Helper()
+	total := 0
+	for _, s := range tg.Servers {
+		out, err := s.Do("INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_get:calls="); ok {
+				n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+				total += n
+			}
+		}
+	}
+	return total
 }
 
 func TestTrySetCountCountDownDelete(t *testing.T) {
@@ -287,9 +327,20 @@ func TestWaiterSurvivesKilledNotificationConnection(t *testing.T) {
 		expect(done, "after a CountDown during a reconnect")
 
 		// The count reaches zero with no message at all (as if it were lost), then the connection
-		// dies: the waiter can only learn it by checking again when it is back.
+		// dies: the waiter can only learn it by checking again when it is back. The count must be
+		// deleted only once the waiter has made both its tries (before and after subscribing), so
+		// that no try of its own can see it: wait for the channel's lingering subscription to end,
+		// so that the waiter makes two, and for the server to have run them.
+		waitUnsubscribed(t, tg, ch)
 		other.TrySetCount(ctx, 1)
+		gets := getCalls(t, tg)
 		done = await()
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if n := getCalls(t, tg) - gets; n < 2 {
+				return fmt.Errorf("waiter made %d tries, want 2", n)
+			}
+			return nil
+		})
 		testkit.Do(t, rdb, "DEL", "latch-killed")
 		select {
 		case <-done:
