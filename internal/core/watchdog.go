@@ -47,7 +47,6 @@ type entry struct {
 
 	// guarded by Watchdog.mu
 	confirmed bool
-	failing   bool      // the last renewal failed for a transient reason
 	valid     time.Time // the lease surely lasts until then: last successful send + TTL - Drift
 }
 
@@ -127,8 +126,9 @@ func (w *Watchdog) close() {
 }
 
 // run renews every third of the TTL, one round at a time and off this loop, so that a round stuck on a
-// stalled server does not delay the expiry timer: a hold whose renewal keeps failing is reported lost
-// at the moment its lease may have ended, not a tick later.
+// stalled server does not delay the expiry timer: a hold that no renewal has extended is reported lost
+// at the moment its lease may have ended, whether its renewals failed, are still in flight, or have
+// not started (a round stuck past a tick skips it).
 func (w *Watchdog) run() {
 	defer close(w.done)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,6 +148,7 @@ func (w *Watchdog) run() {
 			}
 			return
 		case <-tick.C:
+			w.arm(expiry) // holds confirmed since the last round
 			if !renewing {
 				renewing = true
 				go func() {
@@ -165,12 +166,12 @@ func (w *Watchdog) run() {
 	}
 }
 
-// arm sets the timer to the earliest end of a lease whose renewal is failing.
+// arm sets the timer to the earliest end of a confirmed lease.
 func (w *Watchdog) arm(t *time.Timer) {
 	w.mu.Lock()
 	var first time.Time
 	for e := range w.set {
-		if e.failing && (first.IsZero() || e.valid.Before(first)) {
+		if e.confirmed && (first.IsZero() || e.valid.Before(first)) {
 			first = e.valid
 		}
 	}
@@ -181,13 +182,13 @@ func (w *Watchdog) arm(t *time.Timer) {
 	}
 }
 
-// expire reports lost every hold whose renewal is failing and whose lease may have ended.
+// expire reports lost every hold whose lease may have ended: no renewal has extended it in time.
 func (w *Watchdog) expire() {
 	now := time.Now()
 	var lost []*entry
 	w.mu.Lock()
 	for e := range w.set {
-		if e.failing && !now.Before(e.valid) {
+		if e.confirmed && !now.Before(e.valid) {
 			lost = append(lost, e)
 			delete(w.set, e)
 		}
@@ -204,7 +205,7 @@ type batchKey struct {
 }
 
 // renew renews every confirmed entry once. A batch that fails for a transient reason is tried again at
-// the next tick, and its entries are marked failing for the expiry timer.
+// the next tick; meanwhile the expiry timer watches its entries' leases.
 func (w *Watchdog) renew(ctx context.Context) {
 	w.mu.Lock()
 	groups := make(map[batchKey][]*entry)
@@ -267,10 +268,8 @@ func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 			continue // released meanwhile
 		}
 		switch {
-		case err != nil:
-			e.failing = true
+		case err != nil: // transient: the expiry timer ends the hold unless a renewal comes in time
 		case res[i] == 1:
-			e.failing = false
 			if v := sent.Add(w.ttl - Drift(w.ttl)); v.After(e.valid) {
 				e.valid = v
 			}

@@ -46,7 +46,7 @@ func TestWatchdogBatches(t *testing.T) {
 				if len(args) != 1+len(keys) {
 					t.Errorf("%d args for %d keys, want the TTL and one per key", len(args), len(keys))
 				}
-				return rueidis.RedisResult{} // no reply: the entries count as failing, which does not matter here
+				return rueidis.RedisResult{} // no reply: a failed renewal, which does not matter here
 			}
 			w := newWatchdog(exec, time.Hour, c.cluster)
 			defer w.close()
