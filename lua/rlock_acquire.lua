@@ -5,8 +5,9 @@
 -- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left,
 -- ARGV[8] '1' when an earlier try of this wait recorded the waiter, ARGV[9] the waiter's record
 -- (its score: the time in microseconds by which it will have tried again)
--- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it,
--- {2} when the owner holds it already and re-entry is not allowed.
+-- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it ({0, pttl, score}
+-- when the waiter was recorded, score being its record's new score), {2} when the owner holds it
+-- already and re-entry is not allowed.
 local free = redis.call('exists', KEYS[1]) == 0
 local mine = not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and ARGV[8] == '1' then
@@ -47,12 +48,14 @@ if ARGV[5] ~= '0' then
   -- In microseconds, so that waiters recorded within one millisecond keep their order (a tie would
   -- go to the smaller member, the same client every time). Formatted here: Lua would round it to 14
   -- digits.
-  redis.call('zadd', KEYS[3], string.format('%.0f', (t[1] * 1000000 + t[2]) + window * 1000), ARGV[9])
+  local score = (t[1] * 1000000 + t[2]) + window * 1000
+  redis.call('zadd', KEYS[3], string.format('%.0f', score), ARGV[9])
   if redis.call('pttl', KEYS[3]) < window then
     redis.call('pexpire', KEYS[3], window)
   end
   local linger = window + tonumber(ARGV[7])
   redis.call('zadd', KEYS[4], now + linger, ARGV[6])
   redis.call('pexpire', KEYS[4], linger)
+  return {0, redis.call('pttl', KEYS[1]), score}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -10,9 +10,11 @@
 -- A release hands the lock to the waiter that tried least recently, if its client listens: it writes
 -- the waiter's field into the hash with the waiter's lease (and takes its fencing token), marks the
 -- record granted (score = minus the token, 0 unfenced) and tells the client which waiter it was, with
--- '@<member> <token>' on the client's channel. The waiter returns without a try of its own; a try it
--- makes meanwhile finds the mark and takes the grant instead (rlock_acquire.lua); one that left gives
--- it back (rlock_forget.lua). A record with lease 0 asks for a wake-up only ('0'), and so does a
+-- '@<member> <token> <score>' on the client's channel, score being the record's score before the
+-- grant. The waiter returns without a try of its own; a try it makes meanwhile finds the mark and
+-- takes the grant instead (rlock_acquire.lua); one that left gives it back (rlock_forget.lua). The
+-- score tells the waiter which of its tries the grant came after: a message delayed past a later try
+-- (which took the grant, or found it void) is stale, whatever order the connections deliver in. A record with lease 0 asks for a wake-up only ('0'), and so does a
 -- record whose member is a bare owner field. Redisson's '0' is still published on the shared channel
 -- when more listen there than our clients: a Java waiter may.
 --
@@ -31,7 +33,9 @@ local function wake(lock, tokens, waiters, clients, shared, prefix, publish, num
   redis.call('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
   local woken = false
   local tried = {}
-  for _, m in ipairs(redis.call('zrange', waiters, 0, 99)) do
+  local records = redis.call('zrange', waiters, 0, 99, 'withscores')
+  for i = 1, #records, 2 do
+    local m = records[i]
     local client, owner, _, lease, fenced =
       string.match(m, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
     if not client then
@@ -53,7 +57,8 @@ local function wake(lock, tokens, waiters, clients, shared, prefix, publish, num
           if redis.call('pttl', waiters) < tonumber(lease) then
             redis.call('pexpire', waiters, lease)
           end
-          redis.call(publish, channel, '@' .. m .. ' ' .. token)
+          redis.call(publish, channel,
+            '@' .. m .. ' ' .. token .. ' ' .. string.format('%.0f', tonumber(records[i + 1])))
         else
           redis.call(publish, channel, '0')
         end

@@ -168,3 +168,64 @@ redis.call('zadd', KEYS[2], 0, ARGV[2])`, "2", "missed", "redisync_lock_waiters:
 		}
 	})
 }
+
+// A hand-over message that comes after a later try of the waiter is stale: that try found the lock
+// held by someone else, so the grant no longer stands (it expired, or was given back), however late
+// the server delivered its message. The waiter must not take it.
+func TestStaleHandOverIgnored(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		testkit.Do(t, rdb, "HSET", "stale", "java-holder:1", "1") // held by someone else
+		testkit.Do(t, rdb, "PEXPIRE", "stale", "60000")
+
+		c := tg.Client(t, slow)
+		waiter := newLock(t, c, "stale")
+		got := waitFor(waiter)
+		var rec []string
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if rec = waiterRecords(t, tg, "stale"); len(rec) != 1 {
+				return fmt.Errorf("%d waiter records", len(rec))
+			}
+			return nil
+		})
+		time.Sleep(300 * time.Millisecond) // its try once subscribed
+		score := func() string {
+			return testkit.DoString(t, rdb, "ZSCORE", "redisync_lock_waiters:{stale}", rec[0])
+		}
+		granted := score() // a grant made now would carry this score; its message is held back
+
+		pub := "PUBLISH"
+		if tg.Name == "cluster" {
+			pub = "SPUBLISH"
+		}
+		// The waiter tries again (a release message on the shared channel), and fails.
+		testkit.Do(t, rdb, pub, "redisson_lock__channel:{stale}", "0")
+		testkit.Eventually(t, 5*time.Second, func() error {
+			if s := score(); s == granted {
+				return fmt.Errorf("record score still %s: no try since", s)
+			}
+			return nil
+		})
+		// The held-back message arrives only now.
+		testkit.Do(t, rdb, pub, "redisync_lock__wake:{stale}:"+c.ID(), "@"+rec[0]+" 0 "+granted)
+		select {
+		case r := <-got:
+			t.Fatalf("waiter took a stale hand-over while another owner holds the lock (err %v)", r.err)
+		case <-time.After(300 * time.Millisecond):
+		}
+
+		// A hand-over of its current record stands.
+		testkit.Do(t, rdb, "EVAL", `redis.call('del', KEYS[1])
+redis.call('hset', KEYS[1], ARGV[1], 1)
+redis.call('pexpire', KEYS[1], 30000)
+local s = redis.call('zscore', KEYS[2], ARGV[2])
+redis.call('zadd', KEYS[2], 0, ARGV[2])
+redis.call(ARGV[3], KEYS[3], '@' .. ARGV[2] .. ' 0 ' .. s)`, "3", "stale", "redisync_lock_waiters:{stale}", "redisync_lock__wake:{stale}:"+c.ID(),
+			strings.Join(strings.SplitN(rec[0], ":", 3)[:2], ":"), rec[0], strings.ToLower(pub))
+		h := receive(t, got, "waiter")
+		mustUnlock(t, waiter, h)
+		if got := testkit.DoString(t, rdb, "EXISTS", "stale"); got != "0" {
+			t.Fatal("lock still exists after the only Unlock")
+		}
+	})
+}

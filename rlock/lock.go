@@ -190,6 +190,7 @@ type attempt struct {
 	args   [9]string // the acquire script's ARGV; args[1] is the owner's field, args[8] its record
 	window string    // the wait window, "0" when this acquisition does not wait
 	token  int64
+	score  int64 // the score the last failed try gave the record: a grant must have come after it
 }
 
 // Tag names the waiter's record (rlock_wake.lua), unique to this acquisition, and makes the tries
@@ -203,10 +204,20 @@ func (a *attempt) Tag() string {
 	return a.args[8]
 }
 
-// Claim takes the lock that a release handed to this waiter; payload is the fencing token.
+// Claim takes the lock that a release handed to this waiter; payload is the fencing token and the
+// record's score when it was granted. A grant made before the last try was answered is stale, however
+// late its message came: that try took it (and acquired) or found it void (the lock expired, or was
+// given back), so only a grant of the score that try wrote stands.
 func (a *attempt) Claim(payload string) bool {
-	token, err := strconv.ParseInt(payload, 10, 64)
+	t, s, ok := strings.Cut(payload, " ")
+	if !ok {
+		return false
+	}
+	token, err := strconv.ParseInt(t, 10, 64)
 	if err != nil {
+		return false
+	}
+	if score, err := strconv.ParseInt(s, 10, 64); err != nil || score != a.score {
 		return false
 	}
 	a.token = token
@@ -229,6 +240,9 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	if a.args[4] != "0" {
 		a.args[7] = "1" // the script recorded the waiter: the try that succeeds removes it
+	}
+	if len(res) > 2 {
+		a.score = res[2]
 	}
 	return false, core.RetryIn(res[1]), nil
 }

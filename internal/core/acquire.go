@@ -43,7 +43,9 @@ type Grants interface {
 	// Tag names the waiter; Acquire asks for it when it starts to listen, before the try that must
 	// leave a record under that name.
 	Tag() string
-	// Claim turns the message's payload into the acquisition; false: not a valid grant, keep waiting.
+	// Claim turns the message's payload into the acquisition. False: not a grant that stands
+	// (malformed, or made before the waiter's last try was answered: that try took it or found it
+	// void, whatever order the connections delivered in), so keep waiting.
 	Claim(payload string) bool
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
 	// object was handed to a waiter that has left, and must be given back.
