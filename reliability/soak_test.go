@@ -74,9 +74,11 @@ func TestSoak(t *testing.T) {
 	ctx, stop := context.WithTimeout(context.Background(), *soakFor)
 	defer stop()
 
+	tr := startTrace(t, srv.Addr, *soakTrace)
 	var ops, faults, errs, violations atomic.Int64
 	violation := func(format string, args ...any) {
 		violations.Add(1)
+		tr.violation(fmt.Sprintf(format, args...))
 		t.Errorf("violation: "+format, args...)
 	}
 	occ := &occupancy{in: map[string][]*occupant{}}
@@ -96,10 +98,13 @@ func TestSoak(t *testing.T) {
 	}
 	// hold runs one exclusive or shared hold on name, checking exclusion inside.
 	hold := func(name string, shared bool, lock func() (context.Context, error), unlock func(context.Context) error) error {
+		start := time.Now()
 		held, err := lock()
 		if err != nil {
 			return err
 		}
+		tr.logf("%s: %p acquired after %v", name, held, time.Since(start))
+		defer tr.logf("%s: %p released", name, held)
 		ops.Add(1)
 		bad, leave := occ.enter(name, held, shared)
 		if bad {
@@ -188,20 +193,25 @@ func TestSoak(t *testing.T) {
 			case <-time.After(time.Duration(300+rand.IntN(400)) * time.Millisecond):
 			}
 			faults.Add(1)
-			switch rand.IntN(5) {
-			case 0: // a stall shorter than the TTL
+			switch f := rand.IntN(5); f {
+			case 0, 1: // a stall shorter than the TTL; one longer: leases end, holders must learn it first
+				d := 2500 * time.Millisecond
+				if f == 0 {
+					d = time.Duration(200+rand.IntN(800)) * time.Millisecond
+				}
+				tr.logf("fault: server stopped for %v", d)
 				srv.Pause()
-				time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
+				time.Sleep(d)
 				srv.Resume()
-			case 1: // a stall longer than the TTL: leases end, holders must learn it first
-				srv.Pause()
-				time.Sleep(2500 * time.Millisecond)
-				srv.Resume()
+				tr.logf("fault: server resumed")
 			case 2:
+				tr.logf("fault: CLIENT KILL TYPE pubsub")
 				srv.Do("CLIENT", "KILL", "TYPE", "pubsub")
 			case 3:
+				tr.logf("fault: CLIENT PAUSE 400 WRITE")
 				srv.Do("CLIENT", "PAUSE", "400", "WRITE")
 			case 4:
+				tr.logf("fault: DEBUG SLEEP 0.4")
 				go srv.Do("DEBUG", "SLEEP", "0.4")
 			}
 		}
