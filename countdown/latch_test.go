@@ -357,9 +357,17 @@ func TestRecheckWithoutMessage(t *testing.T) {
 	ctx := context.Background()
 	l := newLatch(t, tg.Client(t, redisync.WithRecheckInterval(300*time.Millisecond)), "latch-recheck")
 	l.TrySetCount(ctx, 2)
+	gets := getCalls(t, tg)
 	done := make(chan error, 1)
 	go func() { done <- l.Await(ctx) }()
 	waitSubscribed(t, tg, "redisson_countdownlatch__channel__{latch-recheck}", 1)
+	// Only a re-check can see the deletion: wait for the tries before and after subscribing.
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if n := getCalls(t, tg) - gets; n < 2 {
+			return fmt.Errorf("waiter made %d tries, want 2", n)
+		}
+		return nil
+	})
 	testkit.Do(t, tg.Redis(t), "DEL", "latch-recheck") // no message
 	select {
 	case err := <-done:
@@ -421,11 +429,15 @@ func TestRedissonCompatibility(t *testing.T) {
 		if tg.Name == "cluster" {
 			sub = rdb.B().Ssubscribe().Channel(ch).Build()
 		}
+		subscribed := make(chan struct{})
+		var once sync.Once
 		go func() {
 			defer close(received)
-			rdb.Receive(subCtx, sub, func(m rueidis.PubSubMessage) { heard <- m.Message })
+			// The hook, not PUBSUB NUMSUB: our waiter's subscription may still linger on ch.
+			hook := rueidis.WithOnSubscriptionHook(subCtx, func(rueidis.PubSubSubscription) { once.Do(func() { close(subscribed) }) })
+			rdb.Receive(hook, sub, func(m rueidis.PubSubMessage) { heard <- m.Message })
 		}()
-		waitSubscribed(t, tg, ch, 1)
+		<-subscribed
 		l.CountDown(ctx)
 		l.CountDown(ctx)
 		select {
