@@ -14,8 +14,9 @@
 -- grant. The waiter returns without a try of its own; a try it makes meanwhile finds the mark and
 -- takes the grant instead (rlock_acquire.lua); one that left gives it back (rlock_forget.lua). The
 -- score tells the waiter which of its tries the grant came after: a message delayed past a later try
--- (which took the grant, or found it void) is stale, whatever order the connections deliver in. A record with lease 0 asks for a wake-up only ('0'), and so does a
--- record whose member is a bare owner field. Redisson's '0' is still published on the shared channel
+-- (which took the grant, or found it void) is stale, whatever order the connections deliver in. A
+-- record with lease 0 asks for a wake-up only ('0'), and so does a record whose member is a bare
+-- owner field. Redisson's '0' is still published on the shared channel
 -- when more listen there than our clients: a Java waiter may.
 --
 -- wake(lock, tokens, waiters, clients, shared, prefix, publish, numsub): tokens is the fencing

@@ -48,6 +48,19 @@ func waiterRecords(t *testing.T, tg *testkit.Target, name string) []string {
 	return strings.Fields(strings.Trim(out, "[]"))
 }
 
+// oneWaiter waits until the lock has a single waiter record, and returns it.
+func oneWaiter(t *testing.T, tg *testkit.Target, name string) string {
+	t.Helper()
+	var rec []string
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if rec = waiterRecords(t, tg, name); len(rec) != 1 {
+			return fmt.Errorf("%d waiter records", len(rec))
+		}
+		return nil
+	})
+	return rec[0]
+}
+
 // A release hands the lock to the waiter with the waiter's own lease, fencing token and re-entry
 // rule; the waiter returns without a try of its own.
 func TestReleaseHandsOver(t *testing.T) {
@@ -62,12 +75,7 @@ func TestReleaseHandsOver(t *testing.T) {
 
 		waiter := newLock(t, tg.Client(t, slow), "hand", rlock.WithFencing(), rlock.WithLease(20*time.Second), rlock.NonReentrant())
 		got := waitFor(waiter)
-		testkit.Eventually(t, 5*time.Second, func() error {
-			if n := len(waiterRecords(t, tg, "hand")); n != 1 {
-				return fmt.Errorf("%d waiter records", n)
-			}
-			return nil
-		})
+		oneWaiter(t, tg, "hand")
 		time.Sleep(300 * time.Millisecond) // its try once subscribed, which covers a release in between
 		before := scriptCalls(t, tg)
 		mustUnlock(t, holder, held)
@@ -106,12 +114,7 @@ func TestHandOverToDepartedWaiterIsGivenBack(t *testing.T) {
 		c := tg.Client(t, slow)
 		live := newLock(t, c, "departed")
 		got := waitFor(live)
-		testkit.Eventually(t, 5*time.Second, func() error {
-			if n := len(waiterRecords(t, tg, "departed")); n != 1 {
-				return fmt.Errorf("%d waiter records", n)
-			}
-			return nil
-		})
+		oneWaiter(t, tg, "departed")
 		// A record of the same client for an owner with no waiter, first in line: what a waiter that
 		// left leaves when its cleanup has not run yet.
 		ghost := c.ID() + ":999999:1:30000:0"
@@ -145,19 +148,13 @@ func TestHandOverTakenByTry(t *testing.T) {
 
 		waiter := newLock(t, tg.Client(t, redisync.WithRecheckInterval(200*time.Millisecond)), "missed")
 		got := waitFor(waiter)
-		var rec []string
-		testkit.Eventually(t, 5*time.Second, func() error {
-			if rec = waiterRecords(t, tg, "missed"); len(rec) != 1 {
-				return fmt.Errorf("%d waiter records", len(rec))
-			}
-			return nil
-		})
+		rec := oneWaiter(t, tg, "missed")
 		// What a release that hands the lock over writes, without its message.
-		parts := strings.SplitN(rec[0], ":", 3)
+		parts := strings.SplitN(rec, ":", 3)
 		testkit.Do(t, rdb, "EVAL", `redis.call('del', KEYS[1])
 redis.call('hset', KEYS[1], ARGV[1], 1)
 redis.call('pexpire', KEYS[1], 30000)
-redis.call('zadd', KEYS[2], 0, ARGV[2])`, "2", "missed", "redisync_lock_waiters:{missed}", parts[0]+":"+parts[1], rec[0])
+redis.call('zadd', KEYS[2], 0, ARGV[2])`, "2", "missed", "redisync_lock_waiters:{missed}", parts[0]+":"+parts[1], rec)
 		h := receive(t, got, "waiter")
 		if n, err := waiter.HoldCount(h); err != nil || n != 1 {
 			t.Fatalf("HoldCount %d, %v; want 1", n, err)
@@ -181,16 +178,10 @@ func TestStaleHandOverIgnored(t *testing.T) {
 		c := tg.Client(t, slow)
 		waiter := newLock(t, c, "stale")
 		got := waitFor(waiter)
-		var rec []string
-		testkit.Eventually(t, 5*time.Second, func() error {
-			if rec = waiterRecords(t, tg, "stale"); len(rec) != 1 {
-				return fmt.Errorf("%d waiter records", len(rec))
-			}
-			return nil
-		})
+		rec := oneWaiter(t, tg, "stale")
 		time.Sleep(300 * time.Millisecond) // its try once subscribed
 		score := func() string {
-			return testkit.DoString(t, rdb, "ZSCORE", "redisync_lock_waiters:{stale}", rec[0])
+			return testkit.DoString(t, rdb, "ZSCORE", "redisync_lock_waiters:{stale}", rec)
 		}
 		granted := score() // a grant made now would carry this score; its message is held back
 
@@ -207,7 +198,7 @@ func TestStaleHandOverIgnored(t *testing.T) {
 			return nil
 		})
 		// The held-back message arrives only now.
-		testkit.Do(t, rdb, pub, "redisync_lock__wake:{stale}:"+c.ID(), "@"+rec[0]+" 0 "+granted)
+		testkit.Do(t, rdb, pub, "redisync_lock__wake:{stale}:"+c.ID(), "@"+rec+" 0 "+granted)
 		select {
 		case r := <-got:
 			t.Fatalf("waiter took a stale hand-over while another owner holds the lock (err %v)", r.err)
@@ -221,7 +212,7 @@ redis.call('pexpire', KEYS[1], 30000)
 local s = redis.call('zscore', KEYS[2], ARGV[2])
 redis.call('zadd', KEYS[2], 0, ARGV[2])
 redis.call(ARGV[3], KEYS[3], '@' .. ARGV[2] .. ' 0 ' .. s)`, "3", "stale", "redisync_lock_waiters:{stale}", "redisync_lock__wake:{stale}:"+c.ID(),
-			strings.Join(strings.SplitN(rec[0], ":", 3)[:2], ":"), rec[0], strings.ToLower(pub))
+			strings.Join(strings.SplitN(rec, ":", 3)[:2], ":"), rec, strings.ToLower(pub))
 		h := receive(t, got, "waiter")
 		mustUnlock(t, waiter, h)
 		if got := testkit.DoString(t, rdb, "EXISTS", "stale"); got != "0" {
