@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,27 +31,32 @@ func newLatch(t *testing.T, c *redisync.Client, name string) *Latch {
 	return l
 }
 
+// subscribers returns how many connections, on every node of tg, follow channel.
+func subscribers(tg *testkit.Target, channel string) (int, error) {
+	total := 0
+	for _, s := range tg.Servers {
+		for _, cmd := range []string{"NUMSUB", "SHARDNUMSUB"} {
+			out, err := s.Do("PUBSUB", cmd, channel)
+			if err != nil {
+				return 0, err
+			}
+			var k int
+			if f := strings.Fields(out); len(f) == 2 {
+				fmt.Sscan(f[1], &k)
+			}
+			total += k
+		}
+	}
+	return total, nil
+}
+
 // waitSubscribed waits until every Redis node in tg reports n subscribers on channel, so that a test
 // can be sure its waiters are parked before it acts.
 func waitSubscribed(t *testing.T, tg *testkit.Target, channel string, n int) {
 	t.Helper()
 	testkit.Eventually(t, 5*time.Second, func() error {
-		total := 0
-		for _, s := range tg.Servers {
-			for _, cmd := range []string{"NUMSUB", "SHARDNUMSUB"} {
-				out, err := s.Do("PUBSUB", cmd, channel)
-				if err != nil {
-					return err
-				}
-				var k int
-				if f := strings.Fields(out); len(f) == 2 {
-					fmt.Sscan(f[1], &k)
-				}
-				total += k
-			}
-		}
-		if total < n {
-			return fmt.Errorf("%d subscriptions to %s, want %d", total, channel, n)
+		if k, err := subscribers(tg, channel); err != nil || k < n {
+			return fmt.Errorf("%d subscriptions to %s (%v), want %d", k, channel, err, n)
 		}
 		return nil
 	})
@@ -62,39 +66,11 @@ func waitSubscribed(t *testing.T, tg *testkit.Target, channel string, n int) {
 func waitUnsubscribed(t *testing.T, tg *testkit.Target, channel string) {
 	t.Helper()
 	testkit.Eventually(t, 5*time.Second, func() error {
-		for _, s := range tg.Servers {
-			for _, cmd := range []string{"NUMSUB", "SHARDNUMSUB"} {
-				out, err := s.Do("PUBSUB", cmd, channel)
-				if err != nil {
-					return err
-				}
-				if f := strings.Fields(out); len(f) == 2 && f[1] != "0" {
-					return fmt.Errorf("%s still subscribed", channel)
-				}
-			}
+		if k, err := subscribers(tg, channel); err != nil || k != 0 {
+			return fmt.Errorf("%d subscriptions to %s (%v), want none", k, channel, err)
 		}
 		return nil
 	})
-}
-
-// getCalls returns how many GETs the servers have run (a latch's try is one GET; no test of this
-// package runs in parallel with another).
-func getCalls(t *testing.T, tg *testkit.Target) int {
-	t.Helper()
-	total := 0
-	for _, s := range tg.Servers {
-		out, err := s.Do("INFO", "commandstats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(out, "\n") {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_get:calls="); ok {
-				n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-				total += n
-			}
-		}
-	}
-	return total
 }
 
 func TestTrySetCountCountDownDelete(t *testing.T) {
@@ -333,10 +309,10 @@ func TestWaiterSurvivesKilledNotificationConnection(t *testing.T) {
 		// so that the waiter makes two, and for the server to have run them.
 		waitUnsubscribed(t, tg, ch)
 		other.TrySetCount(ctx, 1)
-		gets := getCalls(t, tg)
+		gets := tg.Calls(t, "get")
 		done = await()
 		testkit.Eventually(t, 5*time.Second, func() error {
-			if n := getCalls(t, tg) - gets; n < 2 {
+			if n := tg.Calls(t, "get") - gets; n < 2 {
 				return fmt.Errorf("waiter made %d tries, want 2", n)
 			}
 			return nil
@@ -357,13 +333,13 @@ func TestRecheckWithoutMessage(t *testing.T) {
 	ctx := context.Background()
 	l := newLatch(t, tg.Client(t, redisync.WithRecheckInterval(300*time.Millisecond)), "latch-recheck")
 	l.TrySetCount(ctx, 2)
-	gets := getCalls(t, tg)
+	gets := tg.Calls(t, "get")
 	done := make(chan error, 1)
 	go func() { done <- l.Await(ctx) }()
 	waitSubscribed(t, tg, "redisson_countdownlatch__channel__{latch-recheck}", 1)
 	// Only a re-check can see the deletion: wait for the tries before and after subscribing.
 	testkit.Eventually(t, 5*time.Second, func() error {
-		if n := getCalls(t, tg) - gets; n < 2 {
+		if n := tg.Calls(t, "get") - gets; n < 2 {
 			return fmt.Errorf("waiter made %d tries, want 2", n)
 		}
 		return nil

@@ -22,28 +22,7 @@ import (
 // client sends to acquire, release and wait (the commands a script makes inside are not counted).
 func commands(t testing.TB, tg *testkit.Target) int64 {
 	t.Helper()
-	var n int64
-	for _, s := range tg.Servers {
-		info, err := s.Do("INFO", "commandstats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\n") {
-			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-			switch strings.TrimPrefix(name, "cmdstat_") {
-			case "evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe":
-			default:
-				continue
-			}
-			if !ok {
-				continue
-			}
-			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-			c, _ := strconv.ParseInt(calls, 10, 64)
-			n += c
-		}
-	}
-	return n
+	return tg.Calls(t, "evalsha", "eval", "subscribe", "unsubscribe", "ssubscribe", "sunsubscribe")
 }
 
 // subscribed returns how many waiter channels of lock name are subscribed on tg.

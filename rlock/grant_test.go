@@ -77,10 +77,10 @@ func TestReleaseHandsOver(t *testing.T) {
 		got := waitFor(waiter)
 		oneWaiter(t, tg, "hand")
 		time.Sleep(300 * time.Millisecond) // its try once subscribed, which covers a release in between
-		before := scriptCalls(t, tg)
+		before := tg.Calls(t, "evalsha", "eval")
 		mustUnlock(t, holder, held)
 		h := receive(t, got, "waiter")
-		if calls := scriptCalls(t, tg) - before; calls != 1 {
+		if calls := tg.Calls(t, "evalsha", "eval") - before; calls != 1 {
 			t.Fatalf("%d scripts between the release and the waiter's return, want the release alone", calls)
 		}
 		if tok, ok := waiter.Token(h); !ok || tok != first+1 {

@@ -2,8 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,27 +11,6 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
 )
-
-// scriptCalls sums the EVAL and EVALSHA calls of every node: each is one try or one release.
-func scriptCalls(t *testing.T, tg *testkit.Target) int64 {
-	t.Helper()
-	var total int64
-	for _, s := range tg.Servers {
-		out, err := s.Do("INFO", "commandstats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(out, "\n") {
-			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
-					n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-					total += n
-				}
-			}
-		}
-	}
-	return total
-}
 
 // A release wakes one waiting client, not every client that waits: with 8 clients contending, an
 // acquisition costs about one failed try, one successful try and one release. Waking every client
@@ -69,9 +46,9 @@ func TestNoHerd(t *testing.T) {
 			wg.Wait()
 		}
 		run(5) // warm up: scripts loaded, channels subscribed
-		before := scriptCalls(t, tg)
+		before := tg.Calls(t, "evalsha", "eval")
 		run(40)
-		calls := float64(scriptCalls(t, tg)-before) / (8 * 40)
+		calls := float64(tg.Calls(t, "evalsha", "eval")-before) / (8 * 40)
 		t.Logf("%.2f script calls per acquisition", calls)
 		if calls > 4.5 {
 			t.Fatalf("%.2f script calls per acquisition with 8 waiting clients: a release wakes more than one", calls)

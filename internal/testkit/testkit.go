@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,29 @@ func Do(t testing.TB, rdb rueidis.Client, args ...string) rueidis.RedisMessage {
 		t.Fatalf("%v: %v", args, err)
 	}
 	return m
+}
+
+// Calls returns how many times the nodes of tg have run the given commands (lower case, as INFO
+// commandstats names them: "evalsha", "get"), counting those that scripts make too.
+func (tg *Target) Calls(t testing.TB, cmds ...string) int64 {
+	t.Helper()
+	var total int64
+	for _, s := range tg.Servers {
+		out, err := s.Do("INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || !slices.Contains(cmds, strings.TrimPrefix(name, "cmdstat_")) {
+				continue
+			}
+			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+			n, _ := strconv.ParseInt(calls, 10, 64)
+			total += n
+		}
+	}
+	return total
 }
 
 // RequireNoSubscriptions fails unless, within 2 s, no node has a Pub/Sub channel subscribed.
