@@ -8,7 +8,9 @@
 //
 // A waiter takes a place at the end of the queue and waits on its own channel; an unlock wakes only
 // the waiter at the head, so a handoff costs one message whatever the length of the line, and waiters
-// further back are not woken by it. Each place has a deadline in Redis: a waiter comes back at least
+// further back are not woken by it. A waiter of this package also leaves a record beside the queue,
+// and the unlock then hands it the lock, with its lease and fencing token, so that it returns without
+// a try of its own; a waiter without a record (a Java one) is woken with Redisson's message and tries. Each place has a deadline in Redis: a waiter comes back at least
 // every third of a slot (see WithSlot) to push its deadline on, and a waiter that does not come back
 // (its process died) is passed over once its deadline is past. A waiter that gives up (its ctx ends,
 // its wait bound passes) leaves the queue at once and gives its slot back to those behind it.
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -28,10 +31,10 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("fairlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("fairlock_release.lua")
-	leaveScript   = lua.LoadRetryable("fairlock_leave.lua")
-	forceScript   = lua.Load("fairlock_force_release.lua")
+	acquireScript = lua.Load("fairlock_wake.lua", "fairlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("fairlock_wake.lua", "fairlock_release.lua")
+	leaveScript   = lua.LoadRetryable("fairlock_wake.lua", "fairlock_leave.lua")
+	forceScript   = lua.Load("fairlock_wake.lua", "fairlock_force_release.lua")
 	// The hold itself is an ordinary Redisson lock hash, renewed as package rlock renews it.
 	renewScript = lua.Load("rlock_renew.lua")
 )
@@ -51,11 +54,14 @@ type Lock struct {
 	slot       time.Duration
 	reentrant  bool
 	fenced     bool
+	keys       [6]string // the acquire script's KEYS: the lock, queue, deadlines, counter, channel prefix, records
 	queueKey   string
 	timeoutKey string
 	channel    string // prefix of every waiter's channel: "<channel>:<owner>"
 	tokenKey   string
+	recordsKey string // waiter records for hand-overs (fairlock_wake.lua)
 	latchKey   string
+	handOver   bool // a release may hand the lock to a waiter of ours
 	leaseMs    string
 	slotMs     string
 	reentryArg string
@@ -128,7 +134,12 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	l.timeoutKey = core.Prefixed("redisson_lock_timeout", name)
 	l.channel = core.Prefixed("redisson_lock__channel", name)
 	l.tokenKey = core.Prefixed("redisson_lock_token", name)
+	l.recordsKey = core.Prefixed("redisync_fair_waiters", name)
 	l.latchKey = core.Prefixed("redisson_unlock_latch", name) + ":"
+	l.keys = [6]string{name, l.queueKey, l.timeoutKey, l.tokenKey, l.channel, l.recordsKey}
+	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
+	// must wait for the replicas needs a try of its own: there a release only wakes.
+	l.handOver = l.c.NumSub() != "" && l.c.Config().ReplicaAck == 0
 	lease := l.lease
 	if lease == 0 {
 		lease = l.c.Config().WatchdogTimeout
@@ -176,58 +187,110 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	}
 	ctx, owner := core.EnsureOwner(ctx)
 	field := l.c.Owner(owner)
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.tokenKey, l.channel}
-	args := []string{l.leaseMs, field, l.slotMs, l.reentryArg, l.fenceArg, flag(wait != 0), l.c.Publish()}
-	var token int64
+	a := &attempt{l: l, field: field}
+	a.args = [...]string{l.leaseMs, field, l.slotMs, l.reentryArg, l.fenceArg, flag(wait != 0), l.c.Publish(), "", l.c.NumSub()}
 	spec := core.HoldSpec{
 		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
-		Renew: core.RenewSpec{Script: renewScript, Keys: []string{l.name}, Args: []string{field}},
+		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: a.args[1:2]},
 	}
-	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
+	w := core.Wait{
 		Channel: l.channel + ":" + field,
 		Weight:  1,
 		// The channel is this owner's alone: every goroutine of the owner that waits may go.
 		Policy: pubsub.WakeAll,
-		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, keys, args))
-			res, err := reply.AsIntSlice()
-			if err != nil {
-				return false, 0, err
-			}
-			switch res[0] {
-			case 1:
-				token = res[2]
-				return true, 0, notReplicated // Acquire gives it back when it was not replicated
-			case 2:
-				return false, 0, core.ErrAlreadyHeld
-			}
-			return false, core.RetryIn(res[1]), nil
-		},
-		Undo: func(ctx context.Context) { l.release(ctx, field) },
-	})
+		Try:    a.try,
+		Undo:   a.undo,
+	}
+	if l.handOver {
+		w.Grants = a
+	}
+	held, err := l.c.AcquireHold(ctx, spec, wait, w)
 	if err != nil {
 		if wait != 0 && !errors.Is(err, core.ErrClosed) && !errors.Is(err, core.ErrAlreadyHeld) {
-			l.leave(ctx, field)
+			// Another goroutine of the owner that still waits keeps the owner's place.
+			queued := l.c.Notifier().Waiting(l.channel+":"+field) == 0
+			if tag := a.args[7]; queued || tag != "" {
+				l.leave(ctx, field, tag, queued)
+			}
 		}
 		return nil, core.Errorf(kind, l.name, err)
 	}
 	if l.fenced {
-		held = l.c.WithToken(held, kind, l.name, token)
+		held = l.c.WithToken(held, kind, l.name, a.token)
 	}
 	return held, nil
 }
 
-// leave takes field out of the queue after a wait that did not acquire, unless another goroutine of
-// the same owner still waits in that place. It is bounded by one slot: if it cannot be sent by then,
-// the place has been passed over anyway.
-func (l *Lock) leave(ctx context.Context, field string) {
-	if l.c.Notifier().Waiting(l.channel+":"+field) > 0 {
-		return
+// attempt is what the tries of one acquisition share, in one allocation.
+type attempt struct {
+	l     *Lock
+	field string
+	args  [9]string // the acquire script's ARGV; args[7] is the acquisition's tag once it listens
+	token int64
+	score int64 // the score the last failed try gave the record: a grant must have come after it
+}
+
+func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
+	l := a.l
+	reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, l.keys[:], a.args[:]))
+	res, err := reply.AsIntSlice()
+	if err != nil {
+		return false, 0, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.slot)
+	switch res[0] {
+	case 1:
+		a.token = res[2]
+		return true, 0, notReplicated // Acquire gives it back when it was not replicated
+	case 2:
+		return false, 0, core.ErrAlreadyHeld
+	}
+	if len(res) > 2 {
+		a.score = res[2]
+	}
+	return false, core.RetryIn(res[1]), nil
+}
+
+func (a *attempt) undo(ctx context.Context) { a.l.release(ctx, a.field) }
+
+// Tag names the acquisition (fairlock_wake.lua), and makes the tries from now on leave a record
+// under that name.
+func (a *attempt) Tag() string {
+	if a.args[7] == "" {
+		a.args[7] = a.l.c.RequestID()
+	}
+	return a.args[7]
+}
+
+// Claim takes the lock that a release handed to this waiter; payload is the fencing token and the
+// record's score when it was granted. Only a grant of the score that the last try wrote stands: one
+// made before that try was taken by it or found void.
+func (a *attempt) Claim(payload string) bool {
+	t, s, ok := strings.Cut(payload, " ")
+	if !ok {
+		return false
+	}
+	token, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		return false
+	}
+	if score, err := strconv.ParseInt(s, 10, 64); err != nil || score != a.score {
+		return false
+	}
+	a.token = token
+	return true
+}
+
+// Stray gives back a lock that a release handed to an acquisition of this owner that is no longer
+// there.
+func (a *attempt) Stray(tag, _ string) { a.l.leave(context.Background(), a.field, tag, false) }
+
+// leave gives back a grant made to the acquisition tagged tag that it did not take, and, when queued,
+// takes field out of the queue after a wait that did not acquire.
+func (l *Lock) leave(ctx context.Context, field, tag string, queued bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
-	l.c.Run(ctx, leaveScript, []string{l.name, l.queueKey, l.timeoutKey, l.channel},
-		[]string{field, l.slotMs, l.c.Publish()})
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.recordsKey, l.tokenKey}
+	l.c.Run(ctx, leaveScript, keys, []string{field, l.slotMs, l.c.Publish(), tag, flag(queued), l.c.NumSub()})
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
@@ -246,8 +309,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.latchKey + l.c.RequestID()}
-	n, err := l.c.Run(ctx, releaseScript, keys, []string{l.leaseMs, field, l.c.Publish(), latchTTL}).AsInt64()
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.latchKey + l.c.RequestID(), l.recordsKey, l.tokenKey}
+	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.slotMs, l.c.NumSub()}
+	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
 	if err != nil {
 		return 0, err
 	}
@@ -264,8 +328,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
 	}
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel}
-	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish()}).AsInt64()
+	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.recordsKey, l.tokenKey}
+	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish(), l.slotMs, l.c.NumSub()}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}

@@ -2,19 +2,22 @@
 -- KEYS[1] lock (HASH owner -> count), KEYS[2] waiter queue (LIST of owners, FIFO),
 -- KEYS[3] waiter deadlines (ZSET owner -> ms by which the waiter must come back),
 -- KEYS[4] fencing counter, KEYS[5] channel prefix: a waiter's own channel is KEYS[5]..':'..owner,
--- which keeps the prefix's hash tag and so its slot.
+-- which keeps the prefix's hash tag and so its slot; KEYS[6] waiter records (fairlock_wake.lua).
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] slot ms, ARGV[4] '1' reentrant, ARGV[5] '1' fenced,
--- ARGV[6] '1' to take a place in the queue when not acquired, ARGV[7] publish command.
+-- ARGV[6] '1' to take a place in the queue when not acquired, ARGV[7] publish command,
+-- ARGV[8] the acquisition's tag when its waiter listens for a hand-over ('' otherwise: no record),
+-- ARGV[9] numsub command ('' for no hand-over).
 -- Returns {1, count, token} when acquired; {2} when the owner holds it already and re-entry is not
--- allowed; {0, ms} when not acquired: try again within ms, or sooner if the owner's channel says so.
+-- allowed; {0, ms} when not acquired: try again within ms, or sooner if the owner's channel says so
+-- ({0, ms, score} when the waiter's record was written, score being its new score).
 --
 -- Beyond Redisson: a caller's deadline is (its position + 1) slots from now, pushed on at every try,
 -- so a live waiter never loses its place however long the holder keeps the lock and a dead one
 -- loses it one slot after it was last heard from, when it reaches the head; the caller is never
 -- passed over itself, since it is back; and a try that passes over dead waiters while the lock is
 -- free wakes the new head.
-local lock, queue, deadlines, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
-local me, slot = ARGV[2], tonumber(ARGV[3])
+local lock, queue, deadlines, prefix, records = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
+local me, slot, tag = ARGV[2], tonumber(ARGV[3]), ARGV[8]
 
 local function token()
   if ARGV[5] == '1' then
@@ -24,6 +27,16 @@ local function token()
 end
 
 if redis.call('hexists', lock, me) == 1 then
+  if tag ~= '' then
+    -- A release may have handed the lock to this waiter: the grant is this acquisition, and its
+    -- lease starts again now, since the waiter counts it from this try.
+    local token, granted = string.match(redis.call('hget', records, me) or '', '^%-(%d+) (%S+)$')
+    if granted == tag then
+      redis.call('hdel', records, me)
+      redis.call('pexpire', lock, ARGV[1])
+      return {1, tonumber(redis.call('hget', lock, me)), tonumber(token)}
+    end
+  end
   if ARGV[4] ~= '1' then
     return {2}
   end
@@ -48,6 +61,7 @@ while true do
   end
   redis.call('lpop', queue)
   redis.call('zrem', deadlines, head)
+  redis.call('hdel', records, head)
   dropped = true
 end
 
@@ -61,6 +75,9 @@ if pttl == -2 and (not head or head == me) then
     for _, w in ipairs(redis.call('zrange', deadlines, 0, -1)) do
       redis.call('zincrby', deadlines, -slot, w)
     end
+    if tag ~= '' then
+      redis.call('hdel', records, me)
+    end
   end
   redis.call('hset', lock, me, 1)
   redis.call('pexpire', lock, ARGV[1])
@@ -68,7 +85,7 @@ if pttl == -2 and (not head or head == me) then
 end
 
 if dropped and pttl == -2 then
-  redis.call(ARGV[7], prefix .. ':' .. head, '0')
+  wake(lock, queue, deadlines, records, prefix, KEYS[4], slot, ARGV[7], ARGV[9])
 end
 
 local pos = redis.call('lpos', queue, me)
@@ -94,5 +111,14 @@ end
 local wait = math.max(1, math.floor(slot / 3))
 if pos == 0 and pttl >= 0 then
   wait = math.max(1, math.min(pttl, wait))
+end
+if tag ~= '' then
+  local score = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  redis.call('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[1] .. ' ' .. ARGV[5])
+  local keep = (pos + 2) * slot
+  if redis.call('pttl', records) < keep then
+    redis.call('pexpire', records, keep)
+  end
+  return {0, wait, tonumber(score)}
 end
 return {0, wait}

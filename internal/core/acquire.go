@@ -20,7 +20,8 @@ type Wait struct {
 	// rlock); the waiter listens on both.
 	Wake string
 	// Grants, when set, takes hand-overs: a release that gives the object to this waiter tells it with
-	// a message on Wake addressed to its Tag (see pubsub).
+	// a message addressed to its Tag (see pubsub) on Wake, or on Channel when there is no Wake (a
+	// channel of this waiter's owner alone, see fairlock).
 	Grants Grants
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
@@ -135,6 +136,9 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				last = false
 			case <-ws.signal(0):
 				last = false
+				if len(ws) == 1 && ws.granted(w.Grants, !w.late(start)) {
+					return start, nil
+				}
 			case <-ws.signal(1):
 				last = false
 				// A hand-over came after the try that started at start; a late one goes to a try.
@@ -175,7 +179,7 @@ func (ws *waiters) add(c *Client, w Wait) error {
 			continue
 		}
 		tag, stray := "", (func(string, string))(nil)
-		if i == 1 && w.Grants != nil {
+		if w.Grants != nil && (i == 1 || w.Wake == "") {
 			tag, stray = w.Grants.Tag(), w.Grants.Stray
 		}
 		pw, err := c.notifier.SubscribeTagged(ch, tag, w.Weight, w.Policy, stray)
@@ -237,8 +241,8 @@ func (w *Wait) late(start time.Time) bool {
 	return w.Lease > 0 && time.Since(start) >= w.Lease/2
 }
 
-// granted reports whether a hand-over was addressed to the wait (on the wake channel, its last place)
-// since the last call, and, when take is set, whether Claim took it.
+// granted reports whether a hand-over was addressed to the wait (on its last place: the wake channel,
+// or the only one) since the last call, and, when take is set, whether Claim took it.
 func (ws waiters) granted(g Grants, take bool) bool {
 	if g == nil || len(ws) == 0 {
 		return false
