@@ -58,7 +58,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			w := openWindow(d, o.n)
 			var order *fifoCheck
 			if fifo {
-				order = &fifoCheck{waiting: map[int]time.Time{}}
+				order = newFIFOCheck(o.lockers)
 			}
 			res, err := contend(o.lockers, key+":"+l.name, cs, r.slice, w, order)
 			if err != nil {
@@ -72,6 +72,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			a.gaveUp += res.gaveUp
 			if order != nil {
 				a.fifo += order.violations
+				a.fifoChecked = true
 			}
 			overlaps[l.name] += res.overlaps
 			var n int64
@@ -100,7 +101,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			t.set(l.name, mJain.name, jain(a.perOwner))
 			t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
 			t.set(l.name, mGaveUp.name, float64(a.gaveUp))
-			if fifo {
+			if a.fifoChecked {
 				t.set(l.name, mFIFO.name, float64(a.fifo))
 			}
 		}
@@ -227,22 +228,36 @@ func contend(lockers []locker, key string, cs, d time.Duration, w *window, order
 
 var mFIFO = metric{name: "fifo_violations", head: "out of FIFO"}
 
-// fifoMargin is how much earlier another waiter must have started for a grant to count as out of
-// FIFO order: a waiter takes its place in the queue one round trip after it starts, give or take
-// the scheduler.
-const fifoMargin = 2 * time.Millisecond
-
-// fifoCheck counts grants made while another contender had been waiting clearly longer.
+// fifoCheck counts grants made while another contender was already in the server's queue when the
+// grantee started its Lock: that contender's first try had returned (it queues a waiter that does not
+// acquire) before the grantee's first try was sent, so the server must grant it first. Stamps are
+// taken where the commands leave and return (queueStamp), never earlier, so that a contender stalled
+// by the scheduler between its start and its first try is not counted as ahead.
 type fifoCheck struct {
 	mu         sync.Mutex
+	stamps     []*queueStamp // one per contender
 	waiting    map[int]time.Time
 	violations int64
+}
+
+// newFIFOCheck returns a check over lockers, or nil when one of them cannot stamp its first try.
+func newFIFOCheck(lockers []locker) *fifoCheck {
+	f := &fifoCheck{waiting: map[int]time.Time{}}
+	for _, lk := range lockers {
+		q, ok := lk.(interface{ queue() *queueStamp })
+		if !ok {
+			return nil
+		}
+		f.stamps = append(f.stamps, q.queue())
+	}
+	return f
 }
 
 func (f *fifoCheck) start(i int, t time.Time) {
 	if f == nil {
 		return
 	}
+	f.stamps[i].arm()
 	f.mu.Lock()
 	f.waiting[i] = t
 	f.mu.Unlock()
@@ -259,12 +274,34 @@ func (f *fifoCheck) granted(i int, count bool) {
 	if !count {
 		return
 	}
-	for _, t := range f.waiting {
-		if t.Before(mine.Add(-fifoMargin)) {
+	for j := range f.waiting {
+		if q, ok := f.stamps[j].queued(); ok && q.Before(mine) {
 			f.violations++
 			return
 		}
 	}
+}
+
+// queueStamp records when the first fair-lock try sent after arm returned.
+type queueStamp struct {
+	armed atomic.Bool
+	at    atomic.Int64 // unix ns; 0 while armed and not returned
+}
+
+func (q *queueStamp) arm() {
+	q.at.Store(0)
+	q.armed.Store(true)
+}
+
+func (q *queueStamp) returned(t time.Time) {
+	if q.armed.CompareAndSwap(true, false) {
+		q.at.Store(t.UnixNano())
+	}
+}
+
+func (q *queueStamp) queued() (time.Time, bool) {
+	ns := q.at.Load()
+	return time.Unix(0, ns), ns != 0
 }
 
 func isNaN(v float64) bool { return math.IsNaN(v) }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
@@ -51,8 +54,32 @@ func closeClient(c *redisync.Client) {
 	c.Redis().Close()
 }
 
-// fairLocker is redisync's fair lock behind the locker interface.
-type fairLocker struct{ c *redisync.Client }
+// fairLocker is redisync's fair lock behind the locker interface. Its client stamps the return of
+// each Lock's first try, for the FIFO check.
+type fairLocker struct {
+	c     *redisync.Client
+	stamp *queueStamp
+}
+
+func (f *fairLocker) queue() *queueStamp { return f.stamp }
+
+// stampingClient tells a queueStamp when a fair-lock try returns: a script whose second key is the
+// lock's queue (the acquire and leave scripts; a release comes before the stamp is armed).
+type stampingClient struct {
+	rueidis.Client
+	stamp *queueStamp
+}
+
+func (c stampingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	// Read before Do: rueidis recycles a command once it has been answered.
+	args := cmd.Commands()
+	try := len(args) > 4 && strings.HasPrefix(args[4], "redisson_lock_queue:")
+	res := c.Client.Do(ctx, cmd)
+	if try {
+		c.stamp.returned(time.Now())
+	}
+	return res
+}
 
 func (f *fairLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
 	return f.TryLock(ctx, key, -1)
@@ -72,11 +99,17 @@ func (f *fairLocker) Close() { closeClient(f.c) }
 // B5: the fair lock under B4's workload, with rlock beside it for reference.
 func (r *run) b5() []*table {
 	fair := &lib{name: "fairlock", config: "fairlock.New(client, key) with defaults", open: func(d *deployment, n *atomic.Int64) (locker, error) {
-		c, err := redisyncClient(d, n)
+		rdb, err := rueidisClient(d, n)
 		if err != nil {
 			return nil, err
 		}
-		return &fairLocker{c}, nil
+		stamp := &queueStamp{}
+		c, err := redisync.Wrap(stampingClient{rdb, stamp})
+		if err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		return &fairLocker{c, stamp}, nil
 	}}
 	ref := &lib{name: "rlock", open: libByName("redisync").open}
 	sizes := []time.Duration{0, time.Millisecond}

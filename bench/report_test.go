@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -54,17 +55,44 @@ func TestSectionCountsOverlaps(t *testing.T) {
 	}
 }
 
+type stamped struct{ q *queueStamp }
+
+func (s stamped) Lock(context.Context, string) (func(context.Context) error, error) { return nil, nil }
+func (s stamped) Close()                                                            {}
+func (s stamped) queue() *queueStamp                                                { return s.q }
+
 func TestFIFOCheck(t *testing.T) {
-	f := &fifoCheck{waiting: map[int]time.Time{}}
+	lockers := []locker{stamped{&queueStamp{}}, stamped{&queueStamp{}}, stamped{&queueStamp{}}}
+	f := newFIFOCheck(lockers)
 	t0 := time.Now()
-	f.start(0, t0)
-	f.start(1, t0.Add(10*time.Millisecond))
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	f.start(0, at(0))
+	f.stamps[0].returned(at(1)) // 0 is queued
+	f.start(1, at(10))
+	f.stamps[1].returned(at(11))
 	f.granted(0, true) // the oldest goes first
-	f.start(2, t0.Add(20*time.Millisecond))
-	f.granted(2, true) // 1 had waited longer
+	f.start(2, at(20))
+	f.stamps[2].returned(at(21))
+	f.granted(2, true) // 1 was queued before 2 started
 	f.granted(1, true)
 	if f.violations != 1 {
 		t.Fatalf("violations = %d, want 1", f.violations)
+	}
+
+	// A contender that started first but whose first try had not returned when another started is
+	// not ahead of it: the server may have queued it second.
+	f.start(0, at(30))
+	f.start(1, at(31))
+	f.stamps[1].returned(at(32))
+	f.stamps[0].returned(at(33))
+	f.granted(1, true)
+	f.granted(0, true)
+	if f.violations != 1 {
+		t.Fatalf("violations = %d after a late first try, want still 1", f.violations)
+	}
+
+	if newFIFOCheck([]locker{stamped{&queueStamp{}}, nil}) != nil {
+		t.Fatal("a check over a contender that cannot stamp its tries")
 	}
 	var none *fifoCheck // contenders without a FIFO check pass nil
 	none.start(0, t0)

@@ -92,6 +92,8 @@ type acc struct {
 	overlaps int64
 	gaveUp   int64
 	fifo     int64
+	// fifoChecked: the library's contenders could stamp their first try (see fifoCheck).
+	fifoChecked bool
 }
 
 func (a *acc) add(w *window, ops int64) error {
