@@ -21,8 +21,8 @@ const slowSlot = time.Minute
 
 func recordsKey(name string) string { return "redisync_fair_waiters:{" + name + "}" }
 
-// record waits until owner's waiter record is a waiting one written by a try made at least after
-// since (its score is a server time in us), and returns its score and tag.
+// record waits until owner has a waiter record that is not a grant's mark, and returns its score (the
+// server's time of the try that wrote it, in us) and its tag.
 func record(t *testing.T, tg *testkit.Target, name, owner string) (score, tag string) {
 	t.Helper()
 	testkit.Eventually(t, 5*time.Second, func() error {
@@ -42,32 +42,15 @@ func ownerOf(c *redisync.Client, ctx context.Context) string {
 	return c.ID() + ":" + strconv.FormatInt(id, 10)
 }
 
-type lockResult struct {
-	ctx context.Context
-	err error
+func lockIn(l *fairlock.Lock, ctx context.Context) <-chan testkit.Acquired {
+	return testkit.Background(func() (context.Context, error) { return l.Lock(ctx) })
 }
 
-func lockIn(l *fairlock.Lock, ctx context.Context) <-chan lockResult {
-	out := make(chan lockResult, 1)
-	go func() {
-		held, err := l.Lock(ctx)
-		out <- lockResult{held, err}
-	}()
-	return out
-}
-
-func receive(t *testing.T, ch <-chan lockResult, what string) context.Context {
+// heldElsewhere makes the lock n held for a minute by an owner of no Client here (a Java thread).
+func heldElsewhere(t *testing.T, tg *testkit.Target, n string) {
 	t.Helper()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("%s: %v", what, r.err)
-		}
-		return r.ctx
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: not acquired within 5s", what)
-		return nil
-	}
+	testkit.Do(t, tg.Redis(t), "HSET", n, "java-holder:1", "1")
+	testkit.Do(t, tg.Redis(t), "PEXPIRE", n, "60000")
 }
 
 // grant does what a release that hands the lock to owner writes, without its message.
@@ -103,7 +86,7 @@ func TestReleaseHandsOver(t *testing.T) {
 		record(t, tg, n, ownerOf(c, ctx))
 		before := tg.Calls(t, "evalsha", "eval")
 		mustUnlock(t, holder, held)
-		h := receive(t, got, "waiter")
+		h := testkit.Await(t, got, "waiter")
 		if calls := tg.Calls(t, "evalsha", "eval") - before; calls != 1 {
 			t.Fatalf("%d scripts between the release and the waiter's return, want the release alone", calls)
 		}
@@ -137,8 +120,7 @@ func TestHandOverTakenByTry(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rdb := tg.Redis(t)
 		n := name(t)
-		testkit.Do(t, rdb, "HSET", n, "java-holder:1", "1") // held by someone else
-		testkit.Do(t, rdb, "PEXPIRE", n, "60000")
+		heldElsewhere(t, tg, n)
 
 		c := tg.Client(t, redisync.WithRecheckInterval(200*time.Millisecond))
 		waiter := newLock(t, c, n, fairlock.WithSlot(slowSlot))
@@ -146,7 +128,7 @@ func TestHandOverTakenByTry(t *testing.T) {
 		got := lockIn(waiter, ctx)
 		_, tag := record(t, tg, n, ownerOf(c, ctx))
 		grant(t, tg, n, ownerOf(c, ctx), tag)
-		h := receive(t, got, "waiter")
+		h := testkit.Await(t, got, "waiter")
 		if n, err := waiter.HoldCount(h); err != nil || n != 1 {
 			t.Fatalf("HoldCount %d, %v; want 1", n, err)
 		}
@@ -164,8 +146,7 @@ func TestStaleHandOverIgnored(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rdb := tg.Redis(t)
 		n := name(t)
-		testkit.Do(t, rdb, "HSET", n, "java-holder:1", "1") // held by someone else
-		testkit.Do(t, rdb, "PEXPIRE", n, "60000")
+		heldElsewhere(t, tg, n)
 
 		c := tg.Client(t, slow)
 		waiter := newLock(t, c, n, fairlock.WithSlot(slowSlot))
@@ -191,7 +172,7 @@ func TestStaleHandOverIgnored(t *testing.T) {
 		testkit.Do(t, rdb, pub, channel, "@"+tag+" 0 "+granted)
 		select {
 		case r := <-got:
-			t.Fatalf("waiter took a stale hand-over while another owner holds the lock (err %v)", r.err)
+			t.Fatalf("waiter took a stale hand-over while another owner holds the lock (err %v)", r.Err)
 		case <-time.After(300 * time.Millisecond):
 		}
 
@@ -203,7 +184,7 @@ local score = string.match(redis.call('hget', KEYS[2], ARGV[1]), '^(%d+) ')
 redis.call('hset', KEYS[2], ARGV[1], '-0 ' .. ARGV[2])
 redis.call(ARGV[3], KEYS[3], '@' .. ARGV[2] .. ' 0 ' .. score)`, "3", n, recordsKey(n), channel,
 			owner, tag, strings.ToLower(pub))
-		h := receive(t, got, "waiter")
+		h := testkit.Await(t, got, "waiter")
 		mustUnlock(t, waiter, h)
 		if got := testkit.DoString(t, rdb, "EXISTS", n); got != "0" {
 			t.Fatal("lock still exists after the only Unlock")
@@ -217,8 +198,7 @@ func TestGrantGivenBackByLeavingWaiter(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rdb := tg.Redis(t)
 		n := name(t)
-		testkit.Do(t, rdb, "HSET", n, "java-holder:1", "1") // held by someone else
-		testkit.Do(t, rdb, "PEXPIRE", n, "60000")
+		heldElsewhere(t, tg, n)
 
 		c := tg.Client(t, slow)
 		first := newLock(t, c, n, fairlock.WithSlot(slowSlot))
@@ -234,10 +214,10 @@ func TestGrantGivenBackByLeavingWaiter(t *testing.T) {
 		// The holder's release hands the lock over (the message is held back), then the waiter gives up.
 		grant(t, tg, n, owner, tag)
 		cancel()
-		if r := <-gone; !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("the waiter that gave up: %v, want context.Canceled", r.err)
+		if r := <-gone; !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("the waiter that gave up: %v, want context.Canceled", r.Err)
 		}
-		h := receive(t, next, "the next waiter")
+		h := testkit.Await(t, next, "the next waiter")
 		if fields := testkit.DoString(t, rdb, "HKEYS", n); strings.Contains(fields, owner) {
 			t.Fatalf("the waiter that gave up still holds the lock: %s", fields)
 		}
@@ -273,14 +253,14 @@ func TestStrayHandOverIsGivenBack(t *testing.T) {
 		testkit.Do(t, rdb, "HSET", recordsKey(n), owner, score+" departed 30000 0")
 
 		mustUnlock(t, holder, held)
-		h := receive(t, next, "the next waiter")
+		h := testkit.Await(t, next, "the next waiter")
 		if fields := testkit.DoString(t, rdb, "HKEYS", n); strings.Contains(fields, owner) {
 			t.Fatalf("the departed acquisition still holds the lock: %s", fields)
 		}
 		mustUnlock(t, second, h)
 		cancel()
-		if r := <-listening; !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("the owner's listening waiter: %v, want context.Canceled", r.err)
+		if r := <-listening; !errors.Is(r.Err, context.Canceled) {
+			t.Fatalf("the owner's listening waiter: %v, want context.Canceled", r.Err)
 		}
 	})
 }

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -261,23 +260,14 @@ func (a *attempt) Tag() string {
 	return a.args[7]
 }
 
-// Claim takes the lock that a release handed to this waiter; payload is the fencing token and the
-// record's score when it was granted. Only a grant of the score that the last try wrote stands: one
-// made before that try was taken by it or found void.
+// Claim takes the lock that a release handed to this waiter, if the grant came after its last try
+// (see core.GrantFor).
 func (a *attempt) Claim(payload string) bool {
-	t, s, ok := strings.Cut(payload, " ")
-	if !ok {
-		return false
+	token, ok := core.GrantFor(payload, a.score)
+	if ok {
+		a.token = token
 	}
-	token, err := strconv.ParseInt(t, 10, 64)
-	if err != nil {
-		return false
-	}
-	if score, err := strconv.ParseInt(s, 10, 64); err != nil || score != a.score {
-		return false
-	}
-	a.token = token
-	return true
+	return ok
 }
 
 // Stray gives back a lock that a release handed to an acquisition of this owner that is no longer

@@ -12,33 +12,9 @@ import (
 	"github.com/redisync/redisync/rlock"
 )
 
-// waitFor runs Lock on l in the background and returns where its result arrives.
-func waitFor(l *rlock.Lock) <-chan lockResult {
-	out := make(chan lockResult, 1)
-	go func() {
-		ctx, err := l.Lock(context.Background())
-		out <- lockResult{ctx, err}
-	}()
-	return out
-}
-
-type lockResult struct {
-	ctx context.Context
-	err error
-}
-
-func receive(t *testing.T, ch <-chan lockResult, what string) context.Context {
-	t.Helper()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("%s: %v", what, r.err)
-		}
-		return r.ctx
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: not acquired within 5s", what)
-		return nil
-	}
+// waitFor runs Lock on l in the background and returns where its outcome arrives.
+func waitFor(l *rlock.Lock) <-chan testkit.Acquired {
+	return testkit.Background(func() (context.Context, error) { return l.Lock(context.Background()) })
 }
 
 // waiterRecords returns the members of the lock's waiter records.
@@ -79,7 +55,7 @@ func TestReleaseHandsOver(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // its try once subscribed, which covers a release in between
 		before := tg.Calls(t, "evalsha", "eval")
 		mustUnlock(t, holder, held)
-		h := receive(t, got, "waiter")
+		h := testkit.Await(t, got, "waiter")
 		if calls := tg.Calls(t, "evalsha", "eval") - before; calls != 1 {
 			t.Fatalf("%d scripts between the release and the waiter's return, want the release alone", calls)
 		}
@@ -124,7 +100,7 @@ func TestHandOverToDepartedWaiterIsGivenBack(t *testing.T) {
 			t.Fatalf("records %v: want the ghost first", rec)
 		}
 		mustUnlock(t, holder, held)
-		h := receive(t, got, "the waiter behind the departed one")
+		h := testkit.Await(t, got, "the waiter behind the departed one")
 		if n, err := live.HoldCount(h); err != nil || n != 1 {
 			t.Fatalf("HoldCount %d, %v; want 1", n, err)
 		}
@@ -155,7 +131,7 @@ func TestHandOverTakenByTry(t *testing.T) {
 redis.call('hset', KEYS[1], ARGV[1], 1)
 redis.call('pexpire', KEYS[1], 30000)
 redis.call('zadd', KEYS[2], 0, ARGV[2])`, "2", "missed", "redisync_lock_waiters:{missed}", parts[0]+":"+parts[1], rec)
-		h := receive(t, got, "waiter")
+		h := testkit.Await(t, got, "waiter")
 		if n, err := waiter.HoldCount(h); err != nil || n != 1 {
 			t.Fatalf("HoldCount %d, %v; want 1", n, err)
 		}
@@ -201,7 +177,7 @@ func TestStaleHandOverIgnored(t *testing.T) {
 		testkit.Do(t, rdb, pub, "redisync_lock__wake:{stale}:"+c.ID(), "@"+rec+" 0 "+granted)
 		select {
 		case r := <-got:
-			t.Fatalf("waiter took a stale hand-over while another owner holds the lock (err %v)", r.err)
+			t.Fatalf("waiter took a stale hand-over while another owner holds the lock (err %v)", r.Err)
 		case <-time.After(300 * time.Millisecond):
 		}
 
@@ -213,7 +189,7 @@ local s = redis.call('zscore', KEYS[2], ARGV[2])
 redis.call('zadd', KEYS[2], 0, ARGV[2])
 redis.call(ARGV[3], KEYS[3], '@' .. ARGV[2] .. ' 0 ' .. s)`, "3", "stale", "redisync_lock_waiters:{stale}", "redisync_lock__wake:{stale}:"+c.ID(),
 			strings.Join(strings.SplitN(rec, ":", 3)[:2], ":"), rec, strings.ToLower(pub))
-		h := receive(t, got, "waiter")
+		h := testkit.Await(t, got, "waiter")
 		mustUnlock(t, waiter, h)
 		if got := testkit.DoString(t, rdb, "EXISTS", "stale"); got != "0" {
 			t.Fatal("lock still exists after the only Unlock")

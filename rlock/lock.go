@@ -204,24 +204,15 @@ func (a *attempt) Tag() string {
 	return a.args[8]
 }
 
-// Claim takes the lock that a release handed to this waiter; payload is the fencing token and the
-// record's score when it was granted. A grant made before the last try was answered is stale, however
-// late its message came: that try took it (and acquired) or found it void (the lock expired, or was
-// given back), so only a grant of the score that try wrote stands.
+// Claim takes the lock that a release handed to this waiter, if the grant came after its last try
+// (see core.GrantFor): a grant made before it was taken by that try or found void (the lock expired,
+// or was given back).
 func (a *attempt) Claim(payload string) bool {
-	t, s, ok := strings.Cut(payload, " ")
-	if !ok {
-		return false
+	token, ok := core.GrantFor(payload, a.score)
+	if ok {
+		a.token = token
 	}
-	token, err := strconv.ParseInt(t, 10, 64)
-	if err != nil {
-		return false
-	}
-	if score, err := strconv.ParseInt(s, 10, 64); err != nil || score != a.score {
-		return false
-	}
-	a.token = token
-	return true
+	return ok
 }
 
 func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {

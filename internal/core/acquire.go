@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/pubsub"
@@ -51,6 +53,24 @@ type Grants interface {
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
 	// object was handed to a waiter that has left, and must be given back.
 	Stray(tag, payload string)
+}
+
+// GrantFor reads a hand-over's payload, "<token> <score>": the fencing token it carries, and whether
+// it was made after the try that gave the waiter's record score (a grant made before that try was
+// answered was taken by it, or found void by it, however late its message came).
+func GrantFor(payload string, score int64) (token int64, ok bool) {
+	t, s, ok := strings.Cut(payload, " ")
+	if !ok {
+		return 0, false
+	}
+	token, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err != nil || n != score {
+		return 0, false
+	}
+	return token, true
 }
 
 // Acquire tries w.Try until it succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
