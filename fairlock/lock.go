@@ -10,10 +10,13 @@
 // the waiter at the head, so a handoff costs one message whatever the length of the line, and waiters
 // further back are not woken by it. A waiter of this package also leaves a record beside the queue,
 // and the unlock then hands it the lock, with its lease and fencing token, so that it returns without
-// a try of its own; a waiter without a record (a Java one) is woken with Redisson's message and tries. Each place has a deadline in Redis: a waiter comes back at least
-// every third of a slot (see WithSlot) to push its deadline on, and a waiter that does not come back
-// (its process died) is passed over once its deadline is past. A waiter that gives up (its ctx ends,
-// its wait bound passes) leaves the queue at once and gives its slot back to those behind it.
+// a try of its own; a waiter without a record (a Java one) is woken with Redisson's message and tries.
+//
+// Each place has a deadline in Redis: a waiter comes back at least every third of a slot (see
+// WithSlot) to push its deadline on, and a waiter that does not come back (its process died) is passed
+// over once its deadline is past. A waiter that gives up (its ctx ends, its wait bound passes) leaves
+// the queue at once and gives its slot back to those behind it, and gives back the lock if an unlock
+// handed it over meanwhile.
 package fairlock
 
 import (
