@@ -264,3 +264,40 @@ func TestStrayHandOverIsGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// Goroutines that share an owner share its place, and so its turn: when the unlock hands the lock to
+// one of them, the others go too (they enter again on top of it), not at their next re-check.
+func TestHandOverLetsTheOwnersOtherGoroutinesGo(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		n := name(t)
+		holder := newLock(t, tg.Client(t), n, fairlock.WithSlot(slowSlot))
+		held := mustLock(t, holder, context.Background())
+
+		c := tg.Client(t, slow)
+		l := newLock(t, c, n, fairlock.WithSlot(slowSlot))
+		ctx := redisync.WithOwner(context.Background())
+		owner := ownerOf(c, ctx)
+		one := lockIn(l, ctx)
+		_, first := record(t, tg, n, owner)
+		two := lockIn(l, ctx)
+		testkit.Eventually(t, 5*time.Second, func() error { // the second's try rewrites the record
+			if _, tag := record(t, tg, n, owner); tag == first {
+				return fmt.Errorf("record still the first goroutine's")
+			}
+			return nil
+		})
+
+		mustUnlock(t, holder, held)
+		h1 := testkit.Await(t, one, "first goroutine")
+		h2 := testkit.Await(t, two, "second goroutine")
+		if n, err := l.HoldCount(h1); err != nil || n != 2 {
+			t.Fatalf("HoldCount %d, %v; want 2", n, err)
+		}
+		mustUnlock(t, l, h1)
+		mustUnlock(t, l, h2)
+		if got := testkit.DoString(t, rdb, "EXISTS", n); got != "0" {
+			t.Fatal("lock still exists after both Unlocks")
+		}
+	})
+}

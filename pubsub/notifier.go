@@ -7,9 +7,10 @@
 // takes it, so one that arrives before the waiter parks is not lost. When the connection drops, every
 // waiter is woken once the channels are subscribed again, since messages may have been missed.
 //
-// A message "@<tag> <payload>" is addressed: it wakes only the waiter subscribed with that tag, which
-// finds the payload with Grant, whatever the policy. When no such waiter waits (it left, or has not
-// registered yet), the channel's stray func gets it instead.
+// A message "@<tag> <payload>" is addressed: the waiter subscribed with that tag finds the payload
+// with Grant, and the others are woken only as far as the policy's budget goes beyond that waiter's
+// weight (none under WakeOne, all under WakeAll). When no such waiter waits (it left, or has not
+// registered yet), the channel's stray func gets it instead, and nobody is woken.
 package pubsub
 
 import (
@@ -260,10 +261,21 @@ func (n *Notifier) deliver(name, message string) {
 		return
 	}
 	if tag, payload, ok := addressed(message); ok {
-		for _, w := range c.waiters {
+		for i, w := range c.waiters {
 			if w.tag == tag {
 				w.grant, w.granted = payload, true
 				w.signal()
+				// What the policy allows beyond the addressed waiter goes to the others, in order
+				// (under WakeAll, the other goroutines of an owner that was handed a lock).
+				budget := c.policy(message) - w.weight
+				for j, o := range c.waiters {
+					if budget <= 0 {
+						break
+					}
+					if j != i && o.weight <= budget && o.signal() {
+						budget -= o.weight
+					}
+				}
 				return
 			}
 		}

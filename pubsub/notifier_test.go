@@ -144,12 +144,12 @@ func TestAddressedMessages(t *testing.T) {
 	_, rdb, n := setup(t)
 	strays := make(chan string, 1)
 	stray := func(tag, payload string) { strays <- tag + "=" + payload }
-	first, err := n.SubscribeTagged("ch", "a", 1, pubsub.WakeAll, stray)
+	first, err := n.SubscribeTagged("ch", "a", 1, pubsub.WakeOne, stray)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	second, err := n.SubscribeTagged("ch", "b", 1, pubsub.WakeAll, stray)
+	second, err := n.SubscribeTagged("ch", "b", 1, pubsub.WakeOne, stray)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +181,36 @@ func TestAddressedMessages(t *testing.T) {
 	}
 	if woken(first, 100*time.Millisecond) || woken(second, 0) {
 		t.Fatal("a message for a waiter that is not there woke another")
+	}
+}
+
+// Under WakeAll an addressed message also wakes the channel's other waiters, without the grant: the
+// other goroutines of an owner that was handed a lock may go too.
+func TestAddressedMessageUnderWakeAll(t *testing.T) {
+	_, rdb, n := setup(t)
+	granted, err := n.SubscribeTagged("owner", "a", 1, pubsub.WakeAll, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer granted.Close()
+	other, err := n.SubscribeTagged("owner", "b", 1, pubsub.WakeAll, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ready(t, granted)
+
+	publish(t, rdb, "owner", "@a 42")
+	if !woken(granted, time.Second) {
+		t.Fatal("the addressed waiter was not woken")
+	}
+	if p, ok := granted.Grant(); !ok || p != "42" {
+		t.Fatalf("Grant() = %q, %v; want 42", p, ok)
+	}
+	if !woken(other, time.Second) {
+		t.Fatal("the other waiter of a WakeAll channel was not woken")
+	}
+	if _, ok := other.Grant(); ok {
+		t.Fatal("the other waiter holds a grant addressed to another")
 	}
 }
