@@ -1,17 +1,42 @@
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
 -- missing key counts as 0).
--- KEYS[1] semaphore; ARGV[1] permits wanted.
--- Returns 1 when they were taken, 0 when fewer are available.
+-- KEYS[1] semaphore, KEYS[2] waiter records, KEYS[3] clients, KEYS[4] grants (semaphore_wake.lua)
+-- ARGV[1] permits wanted, ARGV[2] ms within which this waiter will try again ('0': it will not wait,
+-- record nothing), ARGV[3] the waiter's record, ARGV[4] client id, ARGV[5] ms for which the client
+-- listens after its last waiter left, ARGV[6] '1' when an earlier try of this wait recorded the waiter
+-- Returns {1} when they were taken (or a release had taken them for this waiter), {0} when fewer are
+-- available, {0, score} when fewer are available and the waiter was recorded with that score.
+if ARGV[6] == '1' and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
+  return {1} -- a release handed them over (semaphore_wake.lua)
+end
 local v = redis.call('get', KEYS[1])
-if v == false then
-  return 0
+local available = 0
+if v ~= false then
+  available = tonumber(v)
+  if available == nil then
+    return redis.error_reply('ERR semaphore count is not an integer')
+  end
 end
-local available = tonumber(v)
-if available == nil then
-  return redis.error_reply('ERR semaphore count is not an integer')
+if v ~= false and available >= tonumber(ARGV[1]) then
+  redis.call('decrby', KEYS[1], ARGV[1])
+  if ARGV[6] == '1' then
+    redis.call('zrem', KEYS[2], ARGV[3])
+  end
+  return {1}
 end
-if available < tonumber(ARGV[1]) then
-  return 0
+if ARGV[2] == '0' then
+  return {0}
 end
-redis.call('decrby', KEYS[1], ARGV[1])
-return 1
+local t = redis.call('time')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local window = tonumber(ARGV[2])
+-- Formatted here: Lua would round a score in microseconds to 14 digits.
+local score = string.format('%.0f', (t[1] * 1000000 + t[2]) + window * 1000)
+redis.call('zadd', KEYS[2], score, ARGV[3])
+if redis.call('pttl', KEYS[2]) < window then
+  redis.call('pexpire', KEYS[2], window)
+end
+local linger = window + tonumber(ARGV[5])
+redis.call('zadd', KEYS[3], now + linger, ARGV[4])
+redis.call('pexpire', KEYS[3], linger)
+return {0, tonumber(score)}

@@ -1,7 +1,9 @@
 -- Add permits to a counting semaphore (a release, or an adjustment that may make the count negative)
--- and announce the new count, which tells waiters how many permits they may now take between them.
--- KEYS[1] semaphore, KEYS[2] channel; ARGV[1] permits to add (may be negative), ARGV[2] publish command.
--- Returns the new count.
+-- and hand them to waiters, or announce the new count (semaphore_wake.lua comes first).
+-- KEYS[1] semaphore, KEYS[2] channel, KEYS[3] waiter records, KEYS[4] clients, KEYS[5] wake channel
+-- prefix, KEYS[6] grants; ARGV[1] permits to add (may be negative), ARGV[2] publish command,
+-- ARGV[3] numsub command ('' to wake as Redisson does).
+-- Returns the new count, before any hand-over.
 local n = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], n)
+wake(KEYS[1], n, KEYS[3], KEYS[4], KEYS[6], KEYS[2], KEYS[5], ARGV[2], ARGV[3])
 return n

@@ -7,9 +7,13 @@
 // id and, optionally, a lease: a permit whose lease ends returns to the pool by itself, so a crashed
 // worker cannot leak capacity.
 //
-// Waiting is driven by the release notification, which carries the new number of available permits:
-// a release of 3 wakes, on each Client, as many waiters as 3 permits can serve (one asking for 2 and
-// one asking for 1, say), not all of them and not just one.
+// A Semaphore's waiter records itself beside the count, and a release hands permits over: it takes
+// them for as many waiters as it can serve (one asking for 2 and one asking for 1, say, for a release
+// of 3), those that tried least recently first, across all Clients, and tells each one's Client, so
+// that the waiter returns without a try of its own. Redisson's message (the new count) is still
+// published when nobody of ours was served or a Java waiter may listen; it wakes, on each Client, as
+// many waiters as the count can serve, which then try. An Expirable semaphore's waiters are woken that
+// way only.
 package semaphore
 
 import (
@@ -17,6 +21,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -24,14 +29,20 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 var (
 	acquireScript = lua.Load("semaphore_acquire.lua")
-	addScript     = lua.Load("semaphore_add.lua")
-	trySetScript  = lua.Load("semaphore_try_set.lua")
+	addScript     = lua.Load("semaphore_wake.lua", "semaphore_add.lua")
+	trySetScript  = lua.Load("semaphore_wake.lua", "semaphore_try_set.lua")
+	forgetScript  = lua.LoadRetryable("semaphore_wake.lua", "semaphore_forget.lua")
 	drainScript   = lua.Load("semaphore_drain.lua")
 )
+
+// lingerMs: a client keeps listening on a semaphore's wake channel this long after its last waiter
+// left.
+var lingerMs = strconv.FormatInt(pubsub.Linger.Milliseconds(), 10)
 
 const kind = "semaphore"
 
@@ -45,6 +56,13 @@ type Semaphore struct {
 	c       *core.Client
 	name    string
 	channel string
+	// The hand-over (semaphore_wake.lua): the scripts' KEYS (the count, the channel, waiter records,
+	// clients, wake channels' prefix, grants), and this client's wake channel. windowMs is "0" where
+	// it is off.
+	keys     [6]string
+	tryKeys  [4]string // the acquire script's: the count, waiter records, clients, grants
+	wake     string
+	windowMs string
 }
 
 // New returns the counting semaphore called name.
@@ -55,7 +73,18 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	return &Semaphore{c: (*core.Client)(c), name: name, channel: channel(name)}, nil
+	s := &Semaphore{c: (*core.Client)(c), name: name, channel: channel(name), windowMs: "0"}
+	side := core.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
+		"redisync_semaphore__wake", "redisync_semaphore_grants")
+	s.keys = [6]string{name, s.channel, side[0], side[1], side[2] + ":", side[3]}
+	s.tryKeys = [4]string{name, side[0], side[1], side[3]}
+	s.wake = s.keys[4] + s.c.ID()
+	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
+	// must wait for the replicas needs a try of its own: there a release only announces the count.
+	if s.c.NumSub() != "" && s.c.Config().ReplicaAck == 0 {
+		s.windowMs = s.c.WaitWindowMs()
+	}
+	return s, nil
 }
 
 // channel is where every semaphore of name announces its new count.
@@ -70,7 +99,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if err := s.check(ctx, n, 0); err != nil {
 		return false, err
 	}
-	ok, err := s.c.Run(ctx, trySetScript, []string{s.name, s.channel}, []string{itoa(n), s.c.Publish()}).AsBool()
+	ok, err := s.c.Run(ctx, trySetScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub()}).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
@@ -112,25 +141,88 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	if err := s.check(ctx, n, 1); err != nil {
 		return err
 	}
-	keys, args := []string{s.name}, []string{itoa(n)}
-	_, err := s.c.Acquire(ctx, wait, core.Wait{
+	a := &acquisition{s: s}
+	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
+	// first try, the usual case, sends and builds no record.
+	a.args = [...]string{itoa(n), "0", "", s.c.ID(), lingerMs, "0"}
+	w := core.Wait{
 		Channel: s.channel,
 		Weight:  n,
 		Policy:  wake,
-		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			reply, notReplicated := core.SplitReplication(s.c.RunAcquire(ctx, acquireScript, keys, args))
-			ok, err := reply.AsBool()
-			if ok && err == nil {
-				return true, 0, notReplicated // Acquire gives it back when it was not replicated
-			}
-			return ok, 0, err
-		},
-		Undo: func(ctx context.Context) { s.add(ctx, n) },
-	})
-	if err != nil {
+		Try:     a.try,
+		Undo:    func(ctx context.Context) { s.add(ctx, n) },
+	}
+	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
+		w.Wake, w.Grants = s.wake, a
+	}
+	if _, err := s.c.Acquire(ctx, wait, w); err != nil {
+		if member := a.args[2]; member != "" {
+			s.forget(ctx, member)
+		}
 		return core.Errorf(kind, s.name, err)
 	}
 	return nil
+}
+
+// acquisition is what the tries of one Acquire share, in one allocation.
+type acquisition struct {
+	s     *Semaphore
+	args  [6]string // the acquire script's ARGV; args[2] is the waiter's record once it listens
+	score int64     // the score the last failed try gave the record: a grant must have come after it
+}
+
+func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
+	s := a.s
+	reply, notReplicated := core.SplitReplication(s.c.RunAcquire(ctx, acquireScript, s.tryKeys[:], a.args[:]))
+	res, err := reply.AsIntSlice()
+	if err != nil {
+		return false, 0, err
+	}
+	if res[0] == 1 {
+		return true, 0, notReplicated // Acquire gives it back when it was not replicated
+	}
+	if len(res) > 1 {
+		a.args[5] = "1" // the script recorded the waiter: the try that succeeds removes it
+		a.score = res[1]
+	}
+	return false, 0, nil
+}
+
+// Tag names the waiter's record (semaphore_wake.lua), unique to this acquisition, and makes the
+// tries from now on leave it.
+func (a *acquisition) Tag() string {
+	if a.args[2] == "" {
+		a.args[1] = a.s.windowMs
+		a.args[2] = a.s.c.Record(a.s.c.ID(), a.args[0]) // '<client id>:<attempt>:<permits>'
+	}
+	return a.args[2]
+}
+
+// Claim takes the permits that a release took for this waiter, if it did so after the waiter's last
+// try (see core.GrantFor), and deletes the grant, which only a later try or a give-back would read.
+func (a *acquisition) Claim(payload string) bool {
+	if _, ok := core.GrantFor(payload, a.score); !ok {
+		return false
+	}
+	s, member := a.s, a.args[2]
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), core.RetryBound)
+		defer cancel()
+		rdb := s.c.RDB()
+		rdb.Do(ctx, rdb.B().Hdel().Key(s.keys[5]).Field(member).Build())
+	}()
+	return true
+}
+
+// Stray gives back permits that a release took for a waiter of this client that is no longer there.
+func (a *acquisition) Stray(member, _ string) { a.s.forget(context.Background(), member) }
+
+// forget removes the record of a waiter that gave up, so that no release counts it, and gives back
+// permits a release took for it meanwhile.
+func (s *Semaphore) forget(ctx context.Context, member string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
+	defer cancel()
+	s.c.Run(ctx, forgetScript, s.keys[:], []string{member, s.c.Publish(), s.c.NumSub()})
 }
 
 // Release gives back n permits and wakes as many waiters as the new count can serve. Nothing checks
@@ -143,7 +235,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 }
 
 func (s *Semaphore) add(ctx context.Context, n int64) error {
-	err := s.c.Run(ctx, addScript, []string{s.name, s.channel}, []string{itoa(n), s.c.Publish()}).Error()
+	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub()}).Error()
 	if err != nil {
 		return core.Errorf(kind, s.name, err)
 	}
@@ -200,9 +292,13 @@ func (s *Semaphore) check(ctx context.Context, n, least int64) error {
 }
 
 // wake is the notifier's policy for semaphore channels: the message is the new number of available
-// permits, which is how much waiting weight it may wake. A message that is not a number (no process
-// of ours or Redisson's sends one) wakes everybody to look for themselves.
+// permits, which is how much waiting weight it may wake. A hand-over wakes only its own waiter; any
+// other message that is not a number (no process of ours or Redisson's sends one) wakes everybody to
+// look for themselves.
 func wake(message string) int64 {
+	if strings.HasPrefix(message, "@") {
+		return 0
+	}
 	n, err := strconv.ParseInt(message, 10, 64)
 	if err != nil {
 		return math.MaxInt64

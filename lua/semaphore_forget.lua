@@ -1,0 +1,12 @@
+-- Remove the record of a waiter that left, and give back the permits a release took for it if nobody
+-- took the grant (semaphore_wake.lua comes first).
+-- KEYS as semaphore_add.lua; ARGV[1] the waiter's record, ARGV[2] publish command, ARGV[3] numsub
+-- command. Returns 1 when it gave permits back. Sending it twice does what sending it once does.
+redis.call('zrem', KEYS[3], ARGV[1])
+if redis.call('hdel', KEYS[6], ARGV[1]) == 0 then
+  return 0
+end
+local want = tonumber(string.match(ARGV[1], ':([^:]*)$'))
+local n = redis.call('incrby', KEYS[1], want)
+wake(KEYS[1], n, KEYS[3], KEYS[4], KEYS[6], KEYS[2], KEYS[5], ARGV[2], ARGV[3])
+return 1
