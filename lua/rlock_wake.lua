@@ -1,4 +1,5 @@
--- Directed wake-up, and hand-over, for the waiters of a lock kept as Redisson's hash.
+-- Directed wake-up, and hand-over, for the waiters of a lock kept as Redisson's hash (wake_records.lua
+-- comes first).
 --
 -- Redisson wakes waiters by publishing '0' on the lock's channel, which every waiting process hears:
 -- with N processes waiting, N-1 of them try in vain after each release. Our waiters also leave a
@@ -66,14 +67,7 @@ local function wake(lock, tokens, waiters, clients, shared, prefix, publish, num
         woken = true
         break
       end
-      -- Nobody listens for this client: it closed, or is still subscribing (then it tries again
-      -- once subscribed). Its records would only absorb wake-ups.
-      redis.call('zrem', clients, client)
-      for _, r in ipairs(redis.call('zrange', waiters, 0, -1)) do
-        if string.sub(r, 1, #client + 1) == client .. ':' then
-          redis.call('zrem', waiters, r)
-        end
-      end
+      drop_client(waiters, clients, client) -- nobody listens for it
     end
   end
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.

@@ -1,4 +1,5 @@
--- Hand-over of permits to the waiters of a counting semaphore (Redisson's layout: a string count).
+-- Hand-over of permits to the waiters of a counting semaphore (Redisson's layout: a string count;
+-- wake_records.lua comes first).
 --
 -- Redisson announces a release by publishing the new count on the semaphore's channel, which every
 -- waiting process hears: with N processes waiting for one permit, N-1 of them try in vain. Our
@@ -45,14 +46,7 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
       if listening[client] == nil then
         listening[client] = tonumber(redis.call('pubsub', numsub, prefix .. client)[2]) > 0
         if not listening[client] then
-          -- Nobody listens for this client: it closed, or is still subscribing (then it tries
-          -- again once subscribed). Its records would only absorb permits.
-          redis.call('zrem', clients, client)
-          for _, r in ipairs(redis.call('zrange', waiters, 0, -1)) do
-            if string.sub(r, 1, #client + 1) == client .. ':' then
-              redis.call('zrem', waiters, r)
-            end
-          end
+          drop_client(waiters, clients, client)
         end
       end
       if listening[client] and want <= left then

@@ -27,9 +27,9 @@ import (
 
 var (
 	acquireScript = lua.Load("rlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("rlock_wake.lua", "rlock_release.lua")
-	forgetScript  = lua.LoadRetryable("rlock_wake.lua", "rlock_forget.lua")
-	forceScript   = lua.Load("rlock_wake.lua", "rlock_force_release.lua")
+	releaseScript = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
+	forgetScript  = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_forget.lua")
+	forceScript   = lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua")
 	renewScript   = lua.Load("rlock_renew.lua")
 )
 

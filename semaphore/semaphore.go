@@ -34,9 +34,9 @@ import (
 
 var (
 	acquireScript = lua.Load("semaphore_acquire.lua")
-	addScript     = lua.Load("semaphore_wake.lua", "semaphore_add.lua")
-	trySetScript  = lua.Load("semaphore_wake.lua", "semaphore_try_set.lua")
-	forgetScript  = lua.LoadRetryable("semaphore_wake.lua", "semaphore_forget.lua")
+	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_add.lua")
+	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
+	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
 	drainScript   = lua.Load("semaphore_drain.lua")
 )
 
