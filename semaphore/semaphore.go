@@ -201,18 +201,13 @@ func (a *acquisition) Tag() string {
 }
 
 // Claim takes the permits that a release took for this waiter, if it did so after the waiter's last
-// try (see core.GrantFor), and deletes the grant, which only a later try or a give-back would read.
+// try (see core.GrantFor), and has the grant deleted, which only a later try or a give-back would
+// read: soon, batched with other deletes of the Client, and off the waiter's path.
 func (a *acquisition) Claim(payload string) bool {
 	if _, ok := core.GrantFor(payload, a.score); !ok {
 		return false
 	}
-	s, member := a.s, a.args[2]
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), core.RetryBound)
-		defer cancel()
-		rdb := s.c.RDB()
-		rdb.Do(ctx, rdb.B().Hdel().Key(s.keys[5]).Field(member).Build())
-	}()
+	a.s.c.DeleteLater(a.s.keys[5], a.args[2])
 	return true
 }
 

@@ -50,6 +50,7 @@ type Client struct {
 	notifier *pubsub.Notifier
 	watchdog *Watchdog
 	replicas replicaCache
+	deletes  deletes
 
 	requests atomic.Uint64
 
@@ -141,6 +142,7 @@ func (c *Client) Close() error {
 		h.end(ErrClosed)
 	}
 	c.notifier.Close()
+	c.closeDeletes()
 	if c.ownsRDB {
 		c.rdb.Close()
 	}
