@@ -222,8 +222,8 @@ func (s *Semaphore) forget(ctx context.Context, member string) {
 	s.c.Run(ctx, forgetScript, s.keys[:], []string{member, s.c.Publish(), s.c.NumSub()})
 }
 
-// Release gives back n permits and wakes as many waiters as the new count can serve. Nothing checks
-// that they were acquired. It releases even when ctx has been cancelled.
+// Release gives back n permits and hands them to as many waiters as they can serve (see the package
+// doc). Nothing checks that they were acquired. It releases even when ctx has been cancelled.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if err := s.check(ctx, n, 1); err != nil {
 		return err
