@@ -225,6 +225,13 @@ func TestSoak(t *testing.T) {
 	}
 	// Leave the server as the clients' cleanup expects it: answering.
 	srv.Resume()
+	// Not a violation: a fault that cuts the connection while an acquisition runs may leave its
+	// permits taken with nobody holding them (see semaphore.Acquire).
+	actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := s0.Available(actx); err == nil {
+		t.Logf("semaphore: %d of %d permits available at the end", n, permits)
+	}
 }
 
 // TestOccupancyDetectsOverlap shows that the soak's check can fail: two live exclusive holders are
