@@ -233,23 +233,15 @@ type attempt struct {
 }
 
 func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
-	l := a.l
-	reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, l.keys[:], a.args[:]))
-	res, err := reply.AsIntSlice()
-	if err != nil {
-		return false, 0, err
+	t, err := core.ReadLockTry(a.l.c.RunAcquire(ctx, acquireScript, a.l.keys[:], a.args[:]))
+	if t.Acquired {
+		a.token = t.Token
+		return true, 0, err // Acquire gives it back when it was not replicated
 	}
-	switch res[0] {
-	case 1:
-		a.token = res[2]
-		return true, 0, notReplicated // Acquire gives it back when it was not replicated
-	case 2:
-		return false, 0, core.ErrAlreadyHeld
+	if t.Recorded {
+		a.score = t.Score
 	}
-	if len(res) > 2 {
-		a.score = res[2]
-	}
-	return false, core.RetryIn(res[1]), nil
+	return false, t.RetryIn, err
 }
 
 func (a *attempt) undo(ctx context.Context) { a.l.release(ctx, a.field) }

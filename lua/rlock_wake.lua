@@ -29,10 +29,8 @@ local function wake(lock, tokens, waiters, clients, shared, prefix, publish, num
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
-  local t = redis.call('time')
-  -- Also drops grants nobody took: their lock has been released since.
-  redis.call('zremrangebyscore', waiters, '-inf', string.format('%.0f', t[1] * 1000000 + t[2]))
-  redis.call('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
+  -- Also drops grants nobody took (scores of 0 or less): their lock has been released since.
+  drop_expired(waiters, clients)
   local woken = false
   local tried = {}
   local records = redis.call('zrange', waiters, 0, 99, 'withscores')

@@ -26,9 +26,7 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
     redis.call(publish, shared, count) -- nobody of ours can go, or waits: only Redisson's message
     return
   end
-  local t = redis.call('time')
-  redis.call('zremrangebyscore', waiters, '-inf', string.format('%.0f', t[1] * 1000000 + t[2]))
-  redis.call('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
+  drop_expired(waiters, clients)
   local left = count
   local served = false
   local listening = {}

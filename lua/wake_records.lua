@@ -1,5 +1,14 @@
 -- Shared by the scripts that hand objects to recorded waiters (rlock_wake.lua, semaphore_wake.lua).
 --
+-- drop_expired(waiters, clients): removes the waiter records whose score (in microseconds) has passed
+-- (their waiter would have tried again by then: it has gone) and the clients no longer listening by
+-- now (score in milliseconds).
+local function drop_expired(waiters, clients)
+  local t = redis.call('time')
+  redis.call('zremrangebyscore', waiters, '-inf', string.format('%.0f', t[1] * 1000000 + t[2]))
+  redis.call('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
+end
+--
 -- drop_client(waiters, clients, client): client no longer listens on its wake channel (it closed, or
 -- is still subscribing: then it tries again once subscribed). Its records would only absorb
 -- hand-overs: remove them, and the client.

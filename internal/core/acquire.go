@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -53,6 +55,39 @@ type Grants interface {
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
 	// object was handed to a waiter that has left, and must be given back.
 	Stray(tag, payload string)
+}
+
+// LockTry is the reply of a lock's acquire script (rlock, fairlock): {1, count, token} when acquired,
+// {2} when the owner holds it already and re-entry is not allowed, {0, retry ms} when not acquired,
+// or {0, retry ms, score} when the script also wrote the waiter's record with that score.
+type LockTry struct {
+	Acquired bool
+	Token    int64         // when acquired
+	RetryIn  time.Duration // when not: see RetryIn
+	Score    int64         // when Recorded
+	Recorded bool
+}
+
+// ReadLockTry reads reply as a LockTry. An acquisition whose write the replicas did not acknowledge
+// comes with an error matching ErrNotReplicated (see SplitReplication); re-entry refused is
+// ErrAlreadyHeld.
+func ReadLockTry(reply rueidis.RedisResult) (LockTry, error) {
+	reply, notReplicated := SplitReplication(reply)
+	res, err := reply.AsIntSlice()
+	if err != nil {
+		return LockTry{}, err
+	}
+	switch res[0] {
+	case 1:
+		return LockTry{Acquired: true, Token: res[2]}, notReplicated
+	case 2:
+		return LockTry{}, ErrAlreadyHeld
+	}
+	t := LockTry{RetryIn: RetryIn(res[1])}
+	if len(res) > 2 {
+		t.Score, t.Recorded = res[2], true
+	}
+	return t, nil
 }
 
 // GrantFor reads a hand-over's payload, "<token> <score>": the fencing token it carries, and whether
