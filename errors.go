@@ -26,4 +26,7 @@ var (
 	// within the timeout. The acquisition was given back; nothing is held. A renewal that is not
 	// acknowledged does not extend the lease, so a hold whose renewals keep failing is lost.
 	ErrNotReplicated = core.ErrNotReplicated
+	// ErrNotInnermost: Unlock of a hold that has holds taken inside it (through its ctx) still open.
+	// Holds are released innermost first; nothing was changed.
+	ErrNotInnermost = core.ErrNotInnermost
 )

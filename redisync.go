@@ -9,11 +9,13 @@
 // A Client is the connection all primitives share. The owner of a lock travels in the context: the
 // ctx a Lock returns carries it, and code that passes that ctx down may lock again (re-entry) and
 // unlock. A ctx without an owner gets a fresh one at Lock, so two goroutines that start from the same
-// plain ctx exclude each other.
+// plain ctx exclude each other; goroutines fanned out from one held ctx take turns, since only the
+// innermost hold re-enters, and Unlock releases exactly the hold its ctx carries.
 package redisync
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -41,6 +43,12 @@ func WithWatchdogTimeout(d time.Duration) Option {
 // matters when a notification is lost and the holder's lease is long or unknown.
 func WithRecheckInterval(d time.Duration) Option {
 	return func(c *core.Config) { c.Recheck = d }
+}
+
+// WithLogger sets where the Client reports what would otherwise pass silently, such as a hold whose
+// ctx was dropped without Unlock (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *core.Config) { c.Logger = l }
 }
 
 // AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
@@ -150,7 +158,8 @@ func (c *Client) ID() string { return (*core.Client)(c).ID() }
 func (c *Client) Redis() rueidis.Client { return (*core.Client)(c).RDB() }
 
 // WithOwner returns a ctx with a new owner. Locks taken with it, and with every ctx derived from it,
-// belong to that owner: use it to share a hold among goroutines explicitly.
+// belong to that owner (one field in Redis); its goroutines still take turns at an exclusive lock,
+// and only the ctx of the innermost hold re-enters.
 func WithOwner(ctx context.Context) context.Context {
 	return core.WithOwnerID(ctx, core.NewOwnerID())
 }

@@ -265,9 +265,9 @@ func TestStrayHandOverIsGivenBack(t *testing.T) {
 	})
 }
 
-// Goroutines that share an owner share its place, and so its turn: when the unlock hands the lock to
-// one of them, the others go too (they enter again on top of it), not at their next re-check.
-func TestHandOverLetsTheOwnersOtherGoroutinesGo(t *testing.T) {
+// Goroutines that share an owner take turns: while one waits in the queue (or holds), the others wait
+// in the process, and each goes as soon as the one before it releases.
+func TestGoroutinesSharingAnOwnerTakeTurns(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rdb := tg.Redis(t)
 		n := name(t)
@@ -279,22 +279,21 @@ func TestHandOverLetsTheOwnersOtherGoroutinesGo(t *testing.T) {
 		ctx := redisync.WithOwner(context.Background())
 		owner := ownerOf(c, ctx)
 		one := lockIn(l, ctx)
-		_, first := record(t, tg, n, owner)
+		record(t, tg, n, owner)
 		two := lockIn(l, ctx)
-		testkit.Eventually(t, 5*time.Second, func() error { // the second's try rewrites the record
-			if _, tag := record(t, tg, n, owner); tag == first {
-				return fmt.Errorf("record still the first goroutine's")
-			}
-			return nil
-		})
 
 		mustUnlock(t, holder, held)
 		h1 := testkit.Await(t, one, "first goroutine")
-		h2 := testkit.Await(t, two, "second goroutine")
-		if n, err := l.HoldCount(h1); err != nil || n != 2 {
-			t.Fatalf("HoldCount %d, %v; want 2", n, err)
+		if n, err := l.HoldCount(h1); err != nil || n != 1 {
+			t.Fatalf("HoldCount %d, %v; want 1: the second goroutine must wait for the first", n, err)
+		}
+		select {
+		case r := <-two:
+			t.Fatalf("the second goroutine entered while the first held the lock: %v", r.Err)
+		default:
 		}
 		mustUnlock(t, l, h1)
+		h2 := testkit.Await(t, two, "second goroutine")
 		mustUnlock(t, l, h2)
 		if got := testkit.DoString(t, rdb, "EXISTS", n); got != "0" {
 			t.Fatal("lock still exists after both Unlocks")

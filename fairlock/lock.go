@@ -33,12 +33,12 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("fairlock_wake.lua", "fairlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("fairlock_wake.lua", "fairlock_release.lua")
+	acquireScript = lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("extend.lua", "fairlock_wake.lua", "fairlock_release.lua")
 	leaveScript   = lua.LoadRetryable("fairlock_wake.lua", "fairlock_leave.lua")
 	forceScript   = lua.Load("fairlock_wake.lua", "fairlock_force_release.lua")
 	// The hold itself is an ordinary Redisson lock hash, renewed as package rlock renews it.
-	renewScript = lua.Load("rlock_renew.lua")
+	renewScript = lua.Load("extend.lua", "rlock_renew.lua")
 )
 
 // latchTTL is how long a release remembers its answer, so that a release re-sent after a network
@@ -283,10 +283,10 @@ func (l *Lock) Token(ctx context.Context) (int64, bool) {
 	return l.c.Token(ctx, kind, l.name)
 }
 
-// Unlock releases one hold of ctx's owner: the lock is free when every Lock has been matched by an
+// Unlock releases the hold that ctx carries: the lock is free when every Lock has been matched by an
 // Unlock, and then the waiter at the head of the queue is woken. It returns an error matching
-// redisync.ErrNotHeld, and changes nothing, when the owner does not hold the lock (never did, or its
-// lease ended). It releases even when ctx has been cancelled.
+// redisync.ErrNotHeld, and changes nothing, when ctx carries no hold of the lock (never did, released
+// it, or its lease ended), and redisync.ErrNotInnermost when holds taken inside it are still open. It releases even when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error {
 	return l.c.Unlock(ctx, kind, l.name, l.name, l.c.Owner, func(ctx context.Context, _ int64, field string) (int64, error) {
 		return l.release(ctx, field)

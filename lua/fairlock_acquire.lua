@@ -33,7 +33,7 @@ if redis.call('hexists', lock, me) == 1 then
     local token, granted = string.match(redis.call('hget', records, me) or '', '^%-(%d+) (%S+)$')
     if granted == tag then
       redis.call('hdel', records, me)
-      redis.call('pexpire', lock, ARGV[1])
+      extend(lock, ARGV[1])
       return {1, tonumber(redis.call('hget', lock, me)), tonumber(token)}
     end
   end
@@ -41,7 +41,7 @@ if redis.call('hexists', lock, me) == 1 then
     return {2}
   end
   local count = redis.call('hincrby', lock, me, 1)
-  redis.call('pexpire', lock, ARGV[1])
+  extend(lock, ARGV[1]) -- a re-entry never shortens what an outer hold was promised
   return {1, count, token()}
 end
 

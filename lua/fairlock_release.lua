@@ -17,7 +17,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if count > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  extend(KEYS[1], ARGV[1]) -- the holds left keep at least what they were promised
   redis.call('set', KEYS[5], '0', 'px', ARGV[4])
   return count
 end

@@ -17,7 +17,7 @@ if mine and ARGV[8] == '1' then
   local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[9]))
   if mark and mark <= 0 then
     redis.call('zrem', KEYS[3], ARGV[9])
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    extend(KEYS[1], ARGV[1])
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), -mark}
   end
 end
@@ -31,7 +31,8 @@ if free or mine then
   else
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   end
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  -- A re-entry never shortens what an outer hold was promised.
+  extend(KEYS[1], ARGV[1])
   local token = 0
   if ARGV[4] == '1' then
     token = redis.call('incr', KEYS[2])

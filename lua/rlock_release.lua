@@ -17,7 +17,7 @@ if not count then
 end
 if count > 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], -1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  extend(KEYS[1], ARGV[1]) -- the holds left keep at least what they were promised
   redis.call('set', KEYS[3], '0', 'px', ARGV[4])
   return count - 1
 end

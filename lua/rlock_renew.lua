@@ -6,7 +6,7 @@ local out = {}
 for i = 1, #KEYS do
   local held = redis.pcall('hexists', KEYS[i], ARGV[i + 1])
   if held == 1 then
-    redis.call('pexpire', KEYS[i], ARGV[1])
+    extend(KEYS[i], ARGV[1]) -- a hold re-entered with a longer fixed lease keeps it
     out[i] = 1
   else
     out[i] = 0

@@ -12,7 +12,9 @@ if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if count > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[4])
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) then -- never shorter than the holds left were promised
+    redis.call('pexpire', KEYS[1], ARGV[4])
+  end
   redis.call('set', KEYS[4], count, 'px', ARGV[3])
   return count
 end

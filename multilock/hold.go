@@ -65,6 +65,23 @@ func holdOf(ctx context.Context, owner any) *hold {
 	return h
 }
 
+// reentering returns ctx for locking l again through the hold that ctx came from, if any: a sub-lock
+// re-enters only through the ctx of its innermost hold.
+func reentering(ctx context.Context, owner any, l Locker) context.Context {
+	h := holdOf(ctx, owner)
+	if h == nil {
+		return ctx
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.subs {
+		if s.l == l {
+			return core.WithHoldsOf(ctx, s.ctx)
+		}
+	}
+	return ctx
+}
+
 // subEnded is called when a sub-lock's ctx ends.
 func (h *hold) subEnded(s *sub) {
 	if h.parent.Err() != nil {

@@ -117,9 +117,9 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 		var c context.Context
 		var err error
 		if wait < 0 {
-			c, err = m.locks[first].Lock(ctx)
+			c, err = m.locks[first].Lock(reentering(ctx, m, m.locks[first]))
 		} else {
-			c, err = m.locks[first].TryLock(ctx, max(time.Until(deadline), 0))
+			c, err = m.locks[first].TryLock(reentering(ctx, m, m.locks[first]), max(time.Until(deadline), 0))
 		}
 		if err != nil {
 			return nil, m.err(err)
@@ -130,7 +130,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 			if i == first {
 				continue
 			}
-			c, err := l.TryLock(ctx, 0)
+			c, err := l.TryLock(reentering(ctx, m, l), 0)
 			if errors.Is(err, core.ErrNotAcquired) {
 				busy = i
 				break

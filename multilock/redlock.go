@@ -156,7 +156,7 @@ func (r *RedLock) attempt(ctx context.Context) (context.Context, error) {
 	for _, l := range r.locks {
 		go func() {
 			sent := time.Now()
-			c, err := l.TryLock(base, 0)
+			c, err := l.TryLock(reentering(base, r, l), 0)
 			answers <- answer{l: l, ctx: c, err: err, sent: sent}
 		}()
 	}

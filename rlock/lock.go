@@ -2,8 +2,8 @@
 // messages in Redis, so Go and Java processes exclude each other on the same name.
 //
 // The owner travels in the context (see package redisync): Lock returns a ctx that carries it, and
-// the same ctx, or any ctx derived from it, may Lock again (the hold count goes up) and must Unlock as
-// many times. That ctx ends when the lock stops being held: with redisync.ErrReleased after the last
+// that ctx, or any ctx derived from it, may Lock again (the hold count goes up); each hold is
+// released with Unlock of its own ctx, innermost first. Goroutines that share a held ctx take turns. That ctx ends when the lock stops being held: with redisync.ErrReleased after the last
 // Unlock, with redisync.ErrLost when the lease ends or the watchdog finds the lock gone.
 //
 // A waiter records itself beside the lock; a release hands the lock to the waiter that tried least
@@ -26,11 +26,11 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("rlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
+	acquireScript = lua.Load("extend.lua", "rlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("extend.lua", "wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_forget.lua")
 	forceScript   = lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua")
-	renewScript   = lua.Load("rlock_renew.lua")
+	renewScript   = lua.Load("extend.lua", "rlock_renew.lua")
 )
 
 // latchTTL is how long a release remembers its answer, so that a release re-sent after a network
@@ -254,9 +254,10 @@ func (l *Lock) Token(ctx context.Context) (int64, bool) {
 	return l.c.Token(ctx, kind, l.name)
 }
 
-// Unlock releases one hold of ctx's owner: the lock is free when every Lock has been matched by an
-// Unlock. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the owner does
-// not hold the lock (never did, or its lease ended). It releases even when ctx has been cancelled.
+// Unlock releases the hold that ctx carries: the lock is free when every Lock has been matched by an
+// Unlock. It returns an error matching redisync.ErrNotHeld, and changes nothing, when ctx carries no
+// hold of the lock (never did, released it, or its lease ended), and redisync.ErrNotInnermost when
+// holds taken inside it are still open. It releases even when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error {
 	return l.c.Unlock(ctx, kind, l.name, l.name, l.c.Owner, func(ctx context.Context, _ int64, field string) (int64, error) {
 		return l.release(ctx, field)

@@ -150,7 +150,7 @@ func (l *Lock) readAttempt(owner int64) (core.Attempt, core.HoldSpec) {
 	keys := []string{l.name, leases, l.writersKey}
 	args := []string{l.leaseMs, field, field + ":write", l.reentryArg, l.preferArg}
 	spec := core.HoldSpec{
-		Kind: l.kind(), Name: l.name, Key: l.name, Field: field, Lease: l.lease,
+		Kind: l.kind(), Name: l.name, Key: l.name, Field: field, Lease: l.lease, Shared: true,
 		Renew: core.RenewSpec{Script: readRenewScript, Keys: []string{l.name, leases}, Args: []string{field}},
 	}
 	return l.attempt(readAcquireScript, keys, args), spec
@@ -224,10 +224,11 @@ func (l *Lock) downgradeParent(ctx context.Context) (context.Context, func(held 
 	}
 }
 
-// Unlock releases one hold of ctx's owner on this side: it is free of that owner when every Lock has
-// been matched by an Unlock. It returns an error matching redisync.ErrNotHeld, and changes nothing,
-// when the owner does not hold this side (never did, or its lease ended). It releases even when ctx
-// has been cancelled.
+// Unlock releases the hold on this side that ctx carries: the side is free of that owner when every
+// Lock has been matched by an Unlock. It returns an error matching redisync.ErrNotHeld, and changes
+// nothing, when ctx carries no hold of this side (never did, released it, or its lease ended), and,
+// for the write lock, redisync.ErrNotInnermost when write holds taken inside it are still open (read
+// holds may be released in any order). It releases even when ctx has been cancelled.
 //
 // The last read hold to go frees the lock and wakes one waiter; the last write hold wakes every
 // waiter, also when the owner keeps reading (downgrade), so that other readers join it at once.

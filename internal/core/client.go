@@ -4,6 +4,7 @@ package core
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,16 @@ type Config struct {
 	// StallBound is how long the connection may take to fail a command that a stalled server never
 	// answers (0: unknown). A try that ctx's deadline could come before runs apart from its caller.
 	StallBound time.Duration
+	// Logger receives what would otherwise pass silently (a hold dropped without Unlock); nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
 }
 
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.

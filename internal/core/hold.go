@@ -4,46 +4,97 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// HoldSpec identifies one owner's hold on an object and says how it is kept.
+// HoldSpec identifies one owner's hold on an object and says how one acquisition of it is kept.
 type HoldSpec struct {
 	Kind, Name string // for errors: "lock", "orders"
 	Key        string // the object's main key
 	Field      string // the owner's field in it ("<clientID>:<ownerID>", or "...:write")
-	// Lease > 0 is a fixed lease: no renewal, and the hold's ctx has the lease's end (less Drift) as
-	// deadline.
-	// Lease == 0 means the watchdog keeps the hold with Renew.
+	// Lease > 0 is a fixed lease: no renewal, and the acquisition's ctx has the lease's end (less
+	// Drift) as deadline. Lease == 0 means the watchdog keeps the hold with Renew.
 	Lease time.Duration
 	Renew RenewSpec
+	// Shared lets goroutines that share a held ctx hold at once and release in any order (read
+	// holds). Otherwise only the ctx of the innermost acquisition may re-enter, and only it may be
+	// released.
+	Shared bool
 }
 
 // holdID names one owner's hold on one object: the object's main key and the owner's field.
 type holdID struct{ key, field string }
 
-// hold is this client's record of one owner's hold on one object: the contexts handed out for each
-// acquisition not yet released (re-entry gives several) and the hold's watchdog entry.
+// hold is this client's record of one owner's hold on one object: its acquisitions not yet released,
+// the newest last, and the watchdog entry that renews it.
+//
+// Re-entry is exclusive: an acquisition goes ahead only when its ctx carries the innermost one (or,
+// with nothing held, any ctx of the owner), and one at a time; the others wait here, without a
+// command, for their turn. So recursion re-enters at once, while goroutines fanned out from one held
+// ctx take turns instead of all being inside.
 type hold struct {
-	c    *Client
-	spec HoldSpec
+	c      *Client
+	id     holdID
+	kind   string
+	name   string
+	shared bool
+	renew  RenewSpec
 
 	mu      sync.Mutex
-	pending int                       // acquisitions in flight
-	cancels []context.CancelCauseFunc // one per acquisition, the newest last
-	entry   *entry                    // watchdog registration, nil when none
+	stack   []*acq        // acquisitions held, the innermost last
+	busy    bool          // an exclusive acquisition is in flight
+	pending int           // acquisitions in flight
+	watched int           // acquisitions held or in flight that the watchdog keeps
+	entry   *entry        // watchdog registration, nil when none
+	turn    chan struct{} // closed when the stack or busy change; nil when nobody waits
 }
 
-// AcquireHold acquires with c.Acquire and records the hold. ctx must carry the owner (EnsureOwner).
-// The returned ctx carries the owner, ends with ErrReleased after the matching release, with ErrLost
-// when the hold is lost (renewal finds it gone, or the fixed lease ends: its deadline), or with the
-// parent's cause.
+// acq is one acquisition of a hold: what its ctx carries and how it ends.
+type acq struct {
+	h         *hold
+	cancel    context.CancelCauseFunc
+	watched   bool // kept by the watchdog, not by a fixed lease
+	releasing bool // an Unlock of it is in flight
+	released  atomic.Bool
+}
+
+// acqKey finds, in a ctx, the innermost acquisition of a hold that the ctx came from.
+type acqKey struct {
+	c  *Client
+	id holdID
+}
+
+// heldCtx is the ctx an acquisition hands out: it carries the acquisition, and its being dropped
+// without Unlock is how an abandoned hold is noticed.
+type heldCtx struct {
+	context.Context
+	a *acq
+}
+
+func (x *heldCtx) Value(key any) any {
+	if k, ok := key.(acqKey); ok && k.c == x.a.h.c && k.id == x.a.h.id {
+		return x.a
+	}
+	return x.Context.Value(key)
+}
+
+func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Context, x.a.h.id.key) }
+
+// AcquireHold acquires with c.Acquire and records the acquisition. ctx must carry the owner
+// (EnsureOwner). The returned ctx carries the owner and the acquisition; it ends with ErrReleased
+// after the matching release, with ErrLost when the hold is lost (renewal finds it gone, or the fixed
+// lease ends: its deadline), or with the parent's cause.
 //
-// The watchdog entry is registered before the first acquire is sent, so that no renewal can be missed
-// between the acquisition and its registration; it only renews once an acquisition is confirmed.
+// Before anything is sent the acquisition waits its turn in this process (see hold); that wait
+// counts against wait. The watchdog entry is registered before the acquire is sent, so that no renewal
+// can be missed between the acquisition and its registration; it only renews once an acquisition is
+// confirmed.
 func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Duration, w Wait) (context.Context, error) {
-	h, err := c.beginHold(spec)
+	h, wait, err := c.enter(ctx, spec, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -52,78 +103,186 @@ func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Durat
 	}
 	start, err := c.Acquire(ctx, wait, w)
 	if err != nil {
-		h.abort()
+		h.abort(spec)
 		return nil, err
 	}
-	return h.commit(ctx, start), nil
+	return h.commit(ctx, spec, start), nil
 }
 
-func (c *Client) beginHold(spec HoldSpec) (*hold, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrClosed
-	}
+// enter waits until an acquisition through ctx may be sent (see hold) and books it; it returns the
+// hold and what is left of wait.
+func (c *Client) enter(ctx context.Context, spec HoldSpec, wait time.Duration) (*hold, time.Duration, error) {
 	id := holdID{spec.Key, spec.Field}
-	h := c.holds[id]
-	if h == nil {
-		h = &hold{c: c, spec: spec}
-		c.holds[id] = h
+	outer, _ := ctx.Value(acqKey{c, id}).(*acq)
+	var deadline time.Time
+	var timeout <-chan time.Time
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, 0, ErrClosed
+		}
+		h := c.holds[id]
+		if h == nil {
+			h = &hold{c: c, id: id, kind: spec.Kind, name: spec.Name, shared: spec.Shared, renew: spec.Renew}
+			c.holds[id] = h
+		}
+		h.mu.Lock()
+		c.mu.Unlock()
+		if h.mayEnter(outer) {
+			h.pending++
+			h.busy = !h.shared
+			if spec.Lease == 0 {
+				h.watched++
+				if h.entry == nil {
+					h.entry = c.watchdog.add(spec.Renew, h.lost)
+				}
+			}
+			h.mu.Unlock()
+			if !deadline.IsZero() {
+				wait = max(time.Until(deadline), 0)
+			}
+			return h, wait, nil
+		}
+		if h.turn == nil {
+			h.turn = make(chan struct{})
+		}
+		turn := h.turn
+		h.mu.Unlock()
+		if wait == 0 {
+			return nil, 0, ErrNotAcquired
+		}
+		if wait > 0 && timeout == nil {
+			deadline = time.Now().Add(wait)
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-turn:
+		case <-timeout:
+			return nil, 0, ErrNotAcquired
+		case <-ctx.Done():
+			return nil, 0, context.Cause(ctx)
+		case <-c.done:
+			return nil, 0, ErrClosed
+		}
 	}
-	h.mu.Lock()
-	h.pending++
-	if spec.Lease == 0 && h.entry == nil {
-		h.entry = c.watchdog.add(spec.Renew, h.lost)
-	}
-	h.mu.Unlock()
-	return h, nil
 }
 
-// abort undoes beginHold after a failed acquisition.
-func (h *hold) abort() {
+// mayEnter reports whether an acquisition whose ctx carries outer (nil: none of this hold) may go
+// ahead now. h.mu is held.
+func (h *hold) mayEnter(outer *acq) bool {
+	switch {
+	case h.shared:
+		return true
+	case h.busy:
+		return false
+	case len(h.stack) == 0:
+		return true
+	}
+	return outer != nil && h.stack[len(h.stack)-1] == outer
+}
+
+// changed wakes the acquisitions waiting for their turn. h.mu is held.
+func (h *hold) changed() {
+	if h.turn != nil {
+		close(h.turn)
+		h.turn = nil
+	}
+}
+
+// abort undoes enter after a failed acquisition.
+func (h *hold) abort(spec HoldSpec) {
 	h.mu.Lock()
 	h.pending--
+	h.busy = false
+	if spec.Lease == 0 {
+		h.unwatch()
+	}
+	h.changed()
 	h.mu.Unlock()
 	h.forgetIfIdle()
 }
 
+// unwatch drops one acquisition kept by the watchdog, and the renewal with the last. h.mu is held.
+func (h *hold) unwatch() {
+	if h.watched--; h.watched == 0 && h.entry != nil {
+		h.c.watchdog.remove(h.entry)
+		h.entry = nil
+	}
+}
+
 // commit records a successful acquisition whose command was sent at start.
-func (h *hold) commit(parent context.Context, start time.Time) context.Context {
+func (h *hold) commit(parent context.Context, spec HoldSpec, start time.Time) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
-	h.mu.Lock()
-	h.pending--
-	if h.spec.Lease > 0 {
+	if spec.Lease > 0 {
 		var stop context.CancelFunc
-		end := start.Add(h.spec.Lease - Drift(h.spec.Lease))
-		ctx, stop = context.WithDeadlineCause(ctx, end, h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, h.spec.Lease)))
+		end := start.Add(spec.Lease - Drift(spec.Lease))
+		ctx, stop = context.WithDeadlineCause(ctx, end, h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, spec.Lease)))
 		inner := cancel
 		cancel = func(cause error) { inner(cause); stop() }
 	}
-	h.cancels = append(h.cancels, cancel)
-	if h.entry != nil {
+	a := &acq{h: h, cancel: cancel, watched: spec.Lease == 0}
+	h.mu.Lock()
+	h.pending--
+	h.busy = false
+	h.stack = append(h.stack, a)
+	if a.watched {
+		if h.entry == nil { // the hold was lost while this acquisition was in flight
+			h.entry = h.c.watchdog.add(h.renew, h.lost)
+		}
 		h.c.watchdog.confirm(h.entry, start)
 	}
+	h.changed()
 	h.mu.Unlock()
-	return ctx
+	held := &heldCtx{ctx, a}
+	runtime.AddCleanup(held, abandoned, a)
+	return held
 }
 
-// ReleaseHold releases one acquisition of the hold (key, field) with send, which runs the release in
-// Redis and returns how many acquisitions the owner still has there, or an error wrapping ErrNotHeld.
+// ReleaseHold releases the acquisition that ctx carries of the hold (key, field) with send, which
+// runs the release in Redis and returns how many acquisitions the owner still has there, or an error
+// wrapping ErrNotHeld. An exclusive hold is released innermost first: releasing one with others
+// above it is ErrNotInnermost, and changes nothing.
 //
-// When this is the owner's last acquisition, the renewal stops before send runs: a renewal must never
-// outlive the release. If send fails for another reason the hold is left as it was, renewal included,
-// so that the caller may try again.
-func (c *Client) ReleaseHold(key, field string, send func() (remaining int64, err error)) error {
+// When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a
+// renewal must never outlive the release. If send fails for another reason the hold is left as it
+// was, renewal included, so that the caller may try again.
+func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func() (remaining int64, err error)) error {
+	id := holdID{key, field}
+	a, _ := ctx.Value(acqKey{c, id}).(*acq)
 	c.mu.Lock()
-	h := c.holds[holdID{key, field}]
+	h := c.holds[id]
 	c.mu.Unlock()
-	if h == nil {
+	if a != nil && a.released.Load() {
+		return ErrNotHeld
+	}
+	if h == nil || (a != nil && a.h != h) {
+		// A hold this client keeps no record of (its acquisition's reply was lost, say), or one that
+		// was lost: Redis says what is left, and the release clears it.
 		_, err := send()
 		return err
 	}
+	if a == nil {
+		return ErrNotHeld
+	}
 	h.mu.Lock()
+	i := slices.Index(h.stack, a)
+	switch {
+	case a.releasing:
+		h.mu.Unlock()
+		return ErrNotHeld
+	case i < 0: // lost while the record lives on for other acquisitions: theirs is not to release
+		h.mu.Unlock()
+		return ErrNotHeld
+	case !h.shared && (i != len(h.stack)-1 || h.busy):
+		h.mu.Unlock()
+		return ErrNotInnermost
+	}
+	a.releasing = true
 	var stopped *entry
-	if len(h.cancels) <= 1 && h.pending == 0 && h.entry != nil {
+	if a.watched && h.watched == 1 && h.entry != nil {
 		stopped, h.entry = h.entry, nil
 		c.watchdog.remove(stopped)
 	}
@@ -132,38 +291,62 @@ func (c *Client) ReleaseHold(key, field string, send func() (remaining int64, er
 	remaining, err := send()
 	switch {
 	case err == nil:
+		a.released.Store(true)
 		h.mu.Lock()
-		var done []context.CancelCauseFunc
+		var rest []*acq
+		h.drop(a)
 		if remaining <= 0 {
-			done, h.cancels = h.cancels, nil
-		} else if n := len(h.cancels); n > 0 {
-			done, h.cancels = h.cancels[n-1:], h.cancels[:n-1]
-		}
-		if remaining > 0 && h.entry == nil && h.spec.Lease == 0 {
-			// Redis holds more than this client knew of (a re-entry it did not see): keep renewing.
-			h.entry = c.watchdog.add(h.spec.Renew, h.lost)
-			c.watchdog.confirm(h.entry, time.Now())
+			// Redis holds nothing more for the owner: whatever else this client counted is gone.
+			rest = h.takeAll()
 		}
 		h.mu.Unlock()
-		for _, cancel := range done {
-			cancel(ErrReleased)
+		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
+		a.cancel(ErrReleased)
+		for _, r := range rest {
+			r.cancel(h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost)))
 		}
-		h.forgetIfIdle()
 		return nil
 	case isNotHeld(err):
 		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
 		return err
 	default:
-		if stopped != nil {
-			h.mu.Lock()
-			if h.entry == nil {
-				h.entry = stopped
-				c.watchdog.readd(stopped)
-			}
-			h.mu.Unlock()
+		h.mu.Lock()
+		a.releasing = false
+		if stopped != nil && h.entry == nil {
+			h.entry = stopped
+			c.watchdog.readd(stopped)
 		}
+		h.mu.Unlock()
 		return err
 	}
+}
+
+// drop removes a from the stack. h.mu is held.
+func (h *hold) drop(a *acq) {
+	if i := slices.Index(h.stack, a); i >= 0 {
+		h.stack = slices.Delete(h.stack, i, i+1)
+		if a.watched {
+			h.unwatch()
+		}
+		h.changed()
+	}
+}
+
+// takeAll empties the stack and stops the renewal; it returns what was held. h.mu is held.
+func (h *hold) takeAll() []*acq {
+	all := h.stack
+	h.stack = nil
+	for _, a := range all {
+		if a.watched {
+			h.watched--
+		}
+	}
+	if h.entry != nil && h.watched == 0 {
+		h.c.watchdog.remove(h.entry)
+		h.entry = nil
+	}
+	h.changed()
+	return all
 }
 
 // LoseHolds ends every hold this client has on key with cause (after a forced unlock, say).
@@ -187,17 +370,36 @@ func (h *hold) lost(cause error) { h.end(h.err(cause)) }
 // end cancels every acquisition's ctx with cause and stops the renewal.
 func (h *hold) end(cause error) {
 	h.mu.Lock()
-	cancels := h.cancels
-	h.cancels = nil
-	if h.entry != nil {
+	all := h.takeAll()
+	if h.entry != nil { // acquisitions in flight that confirm register anew
 		h.c.watchdog.remove(h.entry)
 		h.entry = nil
 	}
 	h.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel(cause)
-	}
 	h.forgetIfIdle()
+	for _, a := range all {
+		a.cancel(cause)
+	}
+}
+
+// abandoned runs once the ctx of acquisition a has become unreachable. If a was never released, the
+// program forgot its Unlock: the acquisition is dropped, the renewal stops with the hold's last, so
+// that the lock expires within its lease instead of being renewed for ever, and the Client reports
+// it.
+func abandoned(a *acq) {
+	h := a.h
+	h.mu.Lock()
+	if a.releasing || !slices.Contains(h.stack, a) {
+		h.mu.Unlock()
+		return
+	}
+	h.drop(a)
+	left := len(h.stack)
+	h.mu.Unlock()
+	h.forgetIfIdle()
+	a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
+		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)
 }
 
 // forgetIfIdle drops the record once nothing is held or in flight.
@@ -206,18 +408,37 @@ func (h *hold) forgetIfIdle() {
 	defer h.c.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.pending > 0 || len(h.cancels) > 0 {
+	if h.pending > 0 || len(h.stack) > 0 {
 		return
 	}
 	if h.entry != nil {
 		h.c.watchdog.remove(h.entry)
 		h.entry = nil
 	}
-	if id := (holdID{h.spec.Key, h.spec.Field}); h.c.holds[id] == h {
-		delete(h.c.holds, id)
+	if h.c.holds[h.id] == h {
+		delete(h.c.holds, h.id)
 	}
+	h.changed() // acquisitions waiting on this record look again, and find a new one
 }
 
-func (h *hold) err(err error) error { return Errorf(h.spec.Kind, h.spec.Name, err) }
+func (h *hold) err(err error) error { return Errorf(h.kind, h.name, err) }
 
 func isNotHeld(err error) bool { return errors.Is(err, ErrNotHeld) }
+
+// WithHoldsOf returns ctx carrying, besides its own, the acquisitions that from carries: a composite
+// lock re-enters its parts through it, with the caller's ctx for everything else.
+func WithHoldsOf(ctx, from context.Context) context.Context { return &holdsOf{ctx, from} }
+
+type holdsOf struct {
+	context.Context
+	from context.Context
+}
+
+func (x *holdsOf) Value(key any) any {
+	if _, ok := key.(acqKey); ok {
+		if v := x.from.Value(key); v != nil {
+			return v
+		}
+	}
+	return x.Context.Value(key)
+}

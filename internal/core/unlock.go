@@ -2,8 +2,8 @@ package core
 
 import "context"
 
-// Unlock is the Unlock of every owned hold: it finds ctx's owner, and releases one of its holds on
-// key through ReleaseHold with release, which runs the release in Redis for that owner (and its field,
+// Unlock is the Unlock of every owned hold: it finds ctx's owner, and releases the acquisition ctx
+// carries of its hold on key through ReleaseHold with release, which runs the release in Redis for that owner (and its field,
 // field(owner)) and returns how many holds the owner keeps. A ctx without an owner holds nothing. It
 // releases even when ctx has been cancelled.
 func (c *Client) Unlock(ctx context.Context, kind, name, key string, field func(owner int64) string,
@@ -17,7 +17,7 @@ func (c *Client) Unlock(ctx context.Context, kind, name, key string, field func(
 	}
 	f := field(owner)
 	// ctx is usually a hold's ctx, which can end: detached at once, without asking for its Done channel.
-	err := c.ReleaseHold(key, f, func() (int64, error) { return release(context.WithoutCancel(ctx), owner, f) })
+	err := c.ReleaseHold(ctx, key, f, func() (int64, error) { return release(context.WithoutCancel(ctx), owner, f) })
 	if err != nil {
 		return Errorf(kind, name, err)
 	}

@@ -24,7 +24,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 	}
 	w := newWatchdog(stalled, ttl, false)
 	defer w.close()
-	script := lua.Load("rlock_renew.lua")
+	script := lua.Load("extend.lua", "rlock_renew.lua")
 	other := w.add(RenewSpec{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, func(error) {})
 	w.confirm(other, time.Now())
 
