@@ -72,3 +72,33 @@ func TestWriteHolderFansOut(t *testing.T) {
 		}
 	})
 }
+
+// Issue item: the read lock counts as locked while the writer also holds it (Redisson's isLocked).
+func TestReadLockIsLockedWhileWriterReads(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rw := mustNew(t, tg.Client(t), "writer-reads")
+		w, err := rw.WriteLock().Lock(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if locked, err := rw.ReadLock().IsLocked(w); err != nil || locked {
+			t.Fatalf("read IsLocked with only a writer = %v, %v; want false", locked, err)
+		}
+		r, err := rw.ReadLock().Lock(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if locked, err := rw.ReadLock().IsLocked(r); err != nil || !locked {
+			t.Fatalf("read IsLocked while the writer reads = %v, %v; want true", locked, err)
+		}
+		if locked, err := rw.WriteLock().IsLocked(r); err != nil || !locked {
+			t.Fatalf("write IsLocked = %v, %v; want true", locked, err)
+		}
+		if err := rw.ReadLock().Unlock(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := rw.WriteLock().Unlock(w); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

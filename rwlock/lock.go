@@ -279,16 +279,26 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// IsLocked reports whether anyone holds this side: for the read lock, whether the lock is in read
-// mode; for the write lock, whether a writer holds it (Redisson's isLocked of each side).
+// IsLocked reports whether anyone holds this side (Redisson's isLocked of each side): for the write
+// lock, whether a writer holds it; for the read lock, whether the lock is in read mode or its writer
+// also reads (downgrade under way).
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	rdb := l.c.RDB()
-	mode, err := rdb.Do(ctx, rdb.B().Hget().Key(l.name).Field("mode").Build()).ToString()
+	res := rdb.DoMulti(ctx, rdb.B().Hget().Key(l.name).Field("mode").Build(), rdb.B().Hlen().Key(l.name).Build())
+	mode, err := res[0].ToString()
 	if rueidis.IsRedisNil(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, core.Errorf(l.kind(), l.name, err)
+	}
+	if !l.writer && mode == "write" {
+		// The writer's field and the mode: anything beyond them is the writer's own read hold.
+		n, err := res[1].AsInt64()
+		if err != nil {
+			return false, core.Errorf(l.kind(), l.name, err)
+		}
+		return n > 2, nil
 	}
 	return mode == l.mode(), nil
 }
