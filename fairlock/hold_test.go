@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/testkit"
 )
@@ -71,5 +72,66 @@ func TestFanOutFromHeldCtxTakesTurns(t *testing.T) {
 			t.Fatalf("fan-out: %d inside at once, %d entries of 24", sec.Max(), sec.Entries())
 		}
 		mustUnlock(t, l, held)
+	})
+}
+
+// Issue item (Redisson's testLeaseTimeout): holds that end with their lease, never released, pass the
+// lock down the queue in order, each waiter trying when the lease before it ends rather than at its
+// next re-check.
+func TestLeasesEndingWithoutUnlockPassTheQueueOn(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		n := name(t)
+		const lease = 500 * time.Millisecond
+		opts := []fairlock.Option{fairlock.WithLease(lease), fairlock.WithSlot(2 * time.Minute)}
+		holder := newLock(t, tg.Client(t), n, opts...)
+		held := mustLock(t, holder, context.Background())
+		start := time.Now()
+		const waiters = 4
+		type grant struct {
+			who int
+			at  time.Duration
+		}
+		grants := make(chan grant, waiters)
+		ended := make(chan func(), waiters)
+		var wg sync.WaitGroup
+		for i := range waiters {
+			l := newLock(t, tg.Client(t, redisync.WithRecheckInterval(time.Hour)), n, opts...)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h, err := l.Lock(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				grants <- grant{i, time.Since(start)}
+				<-h.Done() // the lease ends; nobody unlocks before the last grant
+				ended <- func() { l.Unlock(h) }
+			}()
+			waitQueued(t, holder, i+1)
+		}
+		wg.Wait()
+		close(grants)
+		close(ended)
+		for unlock := range ended {
+			unlock()
+		}
+		<-held.Done()
+		holder.Unlock(held)
+		i := 0
+		for g := range grants {
+			if g.who != i {
+				t.Fatalf("grant %d went to waiter %d: out of arrival order", i, g.who)
+			}
+			i++
+		}
+		if i != waiters {
+			t.Fatalf("%d of %d waiters were granted the lock", i, waiters)
+		}
+		// Each grant comes when the lease before it ends (4 x 500 ms, plus the queue's set-up); waiting
+		// for a re-check would take at least a third of the 2-minute slot for each.
+		if took := time.Since(start); took > 30*time.Second {
+			t.Fatalf("%d leases of %v took %v to pass down the queue", waiters+1, lease, took)
+		}
 	})
 }

@@ -78,6 +78,12 @@ if pttl == -2 and (not head or head == me) then
     if tag ~= '' then
       redis.call('hdel', records, me)
     end
+    -- The next waiter is now the head: tell it, so that it learns when this hold's lease ends (a
+    -- lease that ends without a release tells nobody) instead of at its next re-check.
+    local next = redis.call('lindex', queue, 0)
+    if next then
+      redis.call(ARGV[7], prefix .. ':' .. next, '0')
+    end
   end
   redis.call('hset', lock, me, 1)
   redis.call('pexpire', lock, ARGV[1])
