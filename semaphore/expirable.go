@@ -94,7 +94,8 @@ func (e *Expirable) Name() string { return e.name }
 // and returns their ids. While it waits it tries again when a permit is released or its lease ends.
 //
 // When the semaphore has been set and has fewer than n permits in all, it returns an error matching
-// redisync.ErrInvalidArgument instead of waiting for permits that do not exist.
+// redisync.ErrInvalidArgument instead of waiting for permits that do not exist. Acquiring 0 permits
+// takes nothing and sends nothing: it returns no ids, or ctx's cause when ctx has ended.
 func (e *Expirable) Acquire(ctx context.Context, n int64) ([]string, error) {
 	return e.acquire(ctx, n, -1)
 }
@@ -112,8 +113,14 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 	if ctx == nil {
 		return nil, core.Invalid(expirableKind, e.name, "nil context")
 	}
-	if n < 1 || n > MaxAcquire {
-		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 1 to %d", n, MaxAcquire)
+	if n < 0 || n > MaxAcquire {
+		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
+	}
+	if n == 0 {
+		if err := context.Cause(ctx); err != nil {
+			return nil, core.Errorf(expirableKind, e.name, err)
+		}
+		return []string{}, nil
 	}
 	ids := make([]string, n)
 	raw := make([]byte, 16*n)
@@ -161,13 +168,14 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 
 // Release gives back the permits with the given ids, all of them or, when one of them is not
 // acquired (its lease ended, it was released, or it never existed), none: the error then matches
-// redisync.ErrNotHeld and says which. It releases even when ctx has been cancelled.
+// redisync.ErrNotHeld and says which. It releases even when ctx has been cancelled. Releasing no ids
+// does nothing and sends nothing.
 func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	if ctx == nil {
 		return core.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
-		return core.Invalid(expirableKind, e.name, "no permit ids")
+		return nil
 	}
 	raw := make([]string, len(ids))
 	seen := make(map[string]bool, len(ids))

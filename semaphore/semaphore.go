@@ -120,6 +120,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 }
 
 // Acquire takes n permits, waiting until n are available at once, ctx ends, or the Client is closed.
+// Acquiring 0 permits takes nothing and sends nothing: it returns nil, or ctx's cause when ctx has
+// ended (as golang.org/x/sync/semaphore does).
 //
 // An error never means the permits were taken, with one exception that no client can rule out: when
 // the connection fails while the acquiring script runs, the error is the connection's, and the script
@@ -140,8 +142,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) error {
-	if err := s.check(ctx, n, 1); err != nil {
+	if err := s.check(ctx, n, 0); err != nil {
 		return err
+	}
+	if n == 0 {
+		if err := context.Cause(ctx); err != nil {
+			return core.Errorf(kind, s.name, err)
+		}
+		return nil
 	}
 	a := &acquisition{s: s}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
@@ -224,8 +232,9 @@ func (s *Semaphore) forget(ctx context.Context, member string) {
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package
 // doc). Nothing checks that they were acquired. It releases even when ctx has been cancelled.
+// Releasing 0 permits does nothing and sends nothing.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
-	if err := s.check(ctx, n, 1); err != nil {
+	if err := s.check(ctx, n, 0); err != nil || n == 0 {
 		return err
 	}
 	return s.add(context.WithoutCancel(ctx), n)
