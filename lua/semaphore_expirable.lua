@@ -9,6 +9,19 @@
 -- by expiring.
 local NEVER = 922337203685477
 local op, pub = ARGV[1], ARGV[2]
+
+-- delete and expire act on the semaphore as a whole, permits and all (as Redisson does both keys):
+-- nothing is returned to the pool first, nor published. delete returns the number of keys deleted;
+-- expire (ARGV[3] ms) returns 1 when either key exists and now has the TTL.
+if op == 'delete' then
+  return redis.call('del', KEYS[1], KEYS[2])
+end
+if op == 'expire' then
+  local a = redis.call('pexpire', KEYS[1], ARGV[3])
+  local b = redis.call('pexpire', KEYS[2], ARGV[3])
+  return math.max(a, b)
+end
+
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 

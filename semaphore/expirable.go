@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -200,6 +201,17 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	return nil
 }
 
+// TryRelease is Release that reports, instead of an error, whether it released (Redisson's
+// tryRelease): false, releasing none, when one of the ids is not acquired. Releasing no ids sends
+// nothing and reports true.
+func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error) {
+	err := e.Release(ctx, ids...)
+	if errors.Is(err, core.ErrNotHeld) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // release runs the release of raw ids; it returns the 1-based position of an id that is not
 // acquired, or 0 when every id was released.
 func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
@@ -324,4 +336,36 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 		return 0, core.Errorf(expirableKind, e.name, err)
 	}
 	return res, nil
+}
+
+// Delete removes the semaphore with its acquired permits (Redisson deletes both keys), so that it
+// has no permits and may be set again, and reports whether it existed. The permits acquired before
+// end with it: releasing them answers redisync.ErrNotHeld. As in Redisson, nobody is told.
+func (e *Expirable) Delete(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	n, err := e.c.Run(ctx, expirableScript, e.keys, []string{"delete", e.c.Publish()}).AsInt64()
+	if err != nil {
+		return false, core.Errorf(expirableKind, e.name, err)
+	}
+	return n > 0, nil
+}
+
+// Expire makes the semaphore, with its acquired permits, end ttl from now, as Delete would end it,
+// and reports whether it exists. ttl must be at least a millisecond. Permits acquired later take the
+// TTL that is left.
+func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	if err := checkTTL(ttl); err != nil {
+		return false, core.Errorf(expirableKind, e.name, err)
+	}
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	ok, err := e.c.Run(ctx, expirableScript, e.keys, []string{"expire", e.c.Publish(), ms}).AsBool()
+	if err != nil {
+		return false, core.Errorf(expirableKind, e.name, err)
+	}
+	return ok, nil
 }

@@ -55,8 +55,7 @@ func TestExpirableTTLDoesNotOverAdmit(t *testing.T) {
 				}
 				leaseEnd, _ := strconv.ParseInt(score(t, rdb, name, held[0]), 10, 64)
 				if before {
-					ttl := testkit.Do(t, rdb, "PTTL", timeoutKey(name))
-					if ms, _ := ttl.AsInt64(); ms <= 0 || ms > 200 {
+					if ms := pttl(t, tg, timeoutKey(name)); ms <= 0 || ms > 200 {
 						t.Fatalf("the permits' PTTL is %d after an acquire from a pool with 200 ms left, want the pool's", ms)
 					}
 				} else {

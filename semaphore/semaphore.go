@@ -19,6 +19,7 @@ package semaphore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ var (
 	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
 	drainScript   = lua.Load("semaphore_drain.lua")
+	deleteScript  = lua.Load("semaphore_delete.lua")
 )
 
 // lingerMs: a client keeps listening on a semaphore's wake channel this long after its last waiter
@@ -96,10 +98,25 @@ func (s *Semaphore) Name() string { return s.name }
 // TrySetPermits sets the number of available permits to n, only if the semaphore has never been set
 // (its key does not exist). It reports whether it set them.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return s.trySet(ctx, n, 0)
+}
+
+// TrySetPermitsTTL is TrySetPermits for a semaphore that lives ttl (Redisson's trySetPermits with a
+// time to live): ttl after it was set, the semaphore ends with its permits, as after Delete, unless
+// Expire gives it another TTL. ttl must be at least a millisecond.
+func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
+	if err := checkTTL(ttl); err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return s.trySet(ctx, n, ttl)
+}
+
+func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
 	if err := s.check(ctx, n, 0); err != nil {
 		return false, err
 	}
-	ok, err := s.c.Run(ctx, trySetScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub()}).AsBool()
+	args := []string{itoa(n), s.c.Publish(), s.c.NumSub(), itoa(ttl.Milliseconds())}
+	ok, err := s.c.Run(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
@@ -240,10 +257,69 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	return s.add(context.WithoutCancel(ctx), n)
 }
 
+// ReleaseIfExists is Release, only if the semaphore exists (Redisson's releaseIfExists): after
+// Delete, or once a TTL ended it, permits acquired before do not set it anew. It reports whether it
+// released; releasing 0 permits sends nothing and reports false, as in Redisson.
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
+	if err := s.check(ctx, n, 0); err != nil || n == 0 {
+		return false, err
+	}
+	args := []string{itoa(n), s.c.Publish(), s.c.NumSub(), "1"}
+	err := s.c.Run(context.WithoutCancel(ctx), addScript, s.keys[:], args).Error()
+	if rueidis.IsRedisNil(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return true, nil
+}
+
 func (s *Semaphore) add(ctx context.Context, n int64) error {
-	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub()}).Error()
+	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub(), "0"}).Error()
 	if err != nil {
 		return core.Errorf(kind, s.name, err)
+	}
+	return nil
+}
+
+// Delete removes the semaphore, so that it has no permits and may be set again, with what this
+// package keeps beside it in Redis (waiter records, grants), and reports whether it existed. As in
+// Redisson, nobody is told: waiters go on waiting for permits. Permits acquired before are not
+// tracked: a Release adds them to a new count (ReleaseIfExists does not).
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, s.name, "nil context")
+	}
+	ok, err := s.c.Run(ctx, deleteScript, s.keys[:], nil).AsBool()
+	if err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return ok, nil
+}
+
+// Expire makes the semaphore end ttl from now, as Delete would end it, and reports whether it exists
+// (a semaphore that was never set has nothing to expire). ttl must be at least a millisecond.
+func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, s.name, "nil context")
+	}
+	if err := checkTTL(ttl); err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	rdb := s.c.RDB()
+	ok, err := rdb.Do(ctx, rdb.B().Pexpire().Key(s.name).Milliseconds(ttl.Milliseconds()).Build()).AsBool()
+	if err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return ok, nil
+}
+
+// checkTTL refuses a time to live that Redis would not keep: below its millisecond resolution, or
+// none (PEXPIRE would delete the key at once).
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: time to live %v: want at least 1ms", core.ErrInvalidArgument, ttl)
 	}
 	return nil
 }
