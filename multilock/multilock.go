@@ -9,7 +9,8 @@
 // keep no keys of their own in Redis. Ownership travels in the context as for every lock of this
 // module: Lock returns a ctx that carries the owner of every sub-lock and ends when the composite stops
 // being held (redisync.ErrReleased after Unlock, redisync.ErrLost when a sub-lock is lost, or the
-// parent's cause). A MultiLock or RedLock is itself a Locker, so composites nest.
+// parent's cause). IsHeld asks the servers whether ctx's owner still holds the composite. A MultiLock
+// or RedLock is itself a Locker, so composites nest.
 package multilock
 
 import (

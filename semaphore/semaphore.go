@@ -14,6 +14,12 @@
 // published when nobody of ours was served or a Java waiter may listen; it wakes, on each Client, as
 // many waiters as the count can serve, which then try. An Expirable semaphore's waiters are woken that
 // way only.
+//
+// Acquiring or releasing 0 permits is a no-op that succeeds without a command to Redis, as in
+// Redisson, the JDK and x/sync. A semaphore lives until Delete, or until a time to live that
+// TrySetPermitsTTL or Expire gave it ends; then it is unset, as if never set. Permits acquired before
+// do not follow it: ReleaseIfExists will not set the semaphore anew, and an Expirable's permits end
+// with it.
 package semaphore
 
 import (
