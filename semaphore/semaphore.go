@@ -183,7 +183,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		Weight:  n,
 		Policy:  wake,
 		Try:     a.try,
-		Undo:    func(ctx context.Context) { s.add(ctx, n) },
+		Undo:    func(ctx context.Context) { s.release(ctx, n, true) },
 	}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
@@ -270,8 +270,23 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 	if err := s.check(ctx, n, 0); err != nil || n == 0 {
 		return false, err
 	}
-	args := []string{itoa(n), s.c.Publish(), s.c.NumSub(), "1"}
-	err := s.c.Run(context.WithoutCancel(ctx), addScript, s.keys[:], args).Error()
+	return s.release(context.WithoutCancel(ctx), n, true)
+}
+
+func (s *Semaphore) add(ctx context.Context, n int64) error {
+	_, err := s.release(ctx, n, false)
+	return err
+}
+
+// release adds n permits, only to a semaphore that exists when ifExists is set (it reports whether
+// it added them). Permits an acquisition gives back go that way: if the semaphore they were taken
+// from has ended since, they do not set it anew.
+func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, error) {
+	flag := "0"
+	if ifExists {
+		flag = "1"
+	}
+	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub(), flag}).Error()
 	if rueidis.IsRedisNil(err) {
 		return false, nil
 	}
@@ -279,14 +294,6 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) 
 		return false, core.Errorf(kind, s.name, err)
 	}
 	return true, nil
-}
-
-func (s *Semaphore) add(ctx context.Context, n int64) error {
-	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub(), "0"}).Error()
-	if err != nil {
-		return core.Errorf(kind, s.name, err)
-	}
-	return nil
 }
 
 // Delete removes the semaphore, so that it has no permits and may be set again, with what this
