@@ -307,8 +307,8 @@ func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
 	return err
 }
 
-// TrySetPermits sets the number of available permits to n, only if the semaphore has never been set.
-// It reports whether it set them.
+// TrySetPermits sets the number of available permits to n, only if the semaphore is not set: it never
+// was, or it was deleted or its TTL ended. It reports whether it set them.
 func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
 		return false, core.Invalid(expirableKind, e.name, "negative permits %d", n)
