@@ -9,6 +9,19 @@
 -- by expiring.
 local NEVER = 922337203685477
 local op, pub = ARGV[1], ARGV[2]
+
+-- delete and expire act on the semaphore as a whole, permits and all (as Redisson does both keys):
+-- nothing is returned to the pool first, nor published. delete returns the number of keys deleted;
+-- expire (ARGV[3] ms) returns 1 when either key exists and now has the TTL.
+if op == 'delete' then
+  return redis.call('del', KEYS[1], KEYS[2])
+end
+if op == 'expire' then
+  local a = redis.call('pexpire', KEYS[1], ARGV[3])
+  local b = redis.call('pexpire', KEYS[2], ARGV[3])
+  return math.max(a, b)
+end
+
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -32,7 +45,14 @@ local function expiry(lease)
   return NEVER
 end
 
-available() -- a count that is not an integer fails here, before anything is written
+-- A permit returns only into the pool it was taken from. The count is never removed while permits
+-- are out, except with the whole semaphore (DEL, an expiry, an eviction): permits left in KEYS[2]
+-- then belong to a pool that is gone, and would add themselves to one set anew (two holders of one
+-- permit). Acquire gives KEYS[2] the count's TTL, as Redisson does; this catches a TTL given later.
+-- A count that is not an integer fails here, before anything is written.
+if not select(2, available()) then
+  redis.call('del', KEYS[2])
+end
 local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 if expired > 0 then
   redis.call('incrby', KEYS[1], expired)
@@ -57,6 +77,13 @@ if op == 'acquire' then
     local score = expiry(ARGV[3])
     for i = 4, #ARGV do
       redis.call('zadd', KEYS[2], score, ARGV[i])
+    end
+    -- The permits end with the pool (Redisson's rule), and live as long as it does.
+    local ttl = redis.call('pttl', KEYS[1])
+    if ttl > 0 then
+      redis.call('pexpire', KEYS[2], ttl)
+    else
+      redis.call('persist', KEYS[2])
     end
     announce(avail - n)
     return {1}

@@ -1,9 +1,10 @@
 -- Remove the record of a waiter that left, and give back the permits a release took for it if nobody
--- took the grant (semaphore_wake.lua comes first).
+-- took the grant, unless the semaphore they were taken from has ended since (Delete, a TTL): they do
+-- not set it anew (semaphore_wake.lua comes first).
 -- KEYS as semaphore_add.lua; ARGV[1] the waiter's record, ARGV[2] publish command, ARGV[3] numsub
 -- command. Returns 1 when it gave permits back. Sending it twice does what sending it once does.
 redis.call('zrem', KEYS[3], ARGV[1])
-if redis.call('hdel', KEYS[6], ARGV[1]) == 0 then
+if redis.call('hdel', KEYS[6], ARGV[1]) == 0 or redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
 local want = tonumber(string.match(ARGV[1], ':([^:]*)$'))

@@ -52,12 +52,18 @@ func Example() {
 	fmt.Println("other transfer:", errors.Is(err, redisync.ErrNotAcquired))
 
 	// ... move the money, with held as the ctx: it ends if either lock is lost ...
+	ok, err := both.IsHeld(held)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("held:", ok)
 	if err := both.Unlock(held); err != nil {
 		panic(err)
 	}
 	fmt.Println("released:", errors.Is(context.Cause(held), redisync.ErrReleased))
 	// Output:
 	// other transfer: true
+	// held: true
 	// released: true
 }
 

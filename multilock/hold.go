@@ -82,6 +82,43 @@ func reentering(ctx context.Context, owner any, l Locker) context.Context {
 	return ctx
 }
 
+// held reports whether the hold has not ended: neither released nor lost, and its deadline (a lease's
+// end, the validity time) not passed. When only the caller's ctx ended, it stays held until Unlock.
+func (h *hold) held() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ended == nil && (h.ctx.Err() == nil || h.parent.Err() != nil)
+}
+
+// isHeld reports whether ctx's owner holds at least quorum of locks, asked concurrently (they are
+// usually on different servers), and whether the hold of composite that ctx comes from, if any, has
+// not ended. The errors of the locks that could not be asked count only without a quorum.
+func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (bool, error) {
+	if h := holdOf(ctx, composite); h != nil && !h.held() {
+		return false, nil
+	}
+	if _, ok := core.OwnerID(ctx); !ok {
+		return false, nil // nobody asks: nothing can be held
+	}
+	held := make([]bool, len(locks))
+	errs := make([]error, len(locks))
+	var wg sync.WaitGroup
+	for i, l := range locks {
+		wg.Go(func() { held[i], errs[i] = l.IsHeld(ctx) })
+	}
+	wg.Wait()
+	n := 0
+	for i := range locks {
+		if errs[i] == nil && held[i] {
+			n++
+		}
+	}
+	if n >= quorum {
+		return true, nil
+	}
+	return false, errors.Join(errs...)
+}
+
 // subEnded is called when a sub-lock's ctx ends.
 func (h *hold) subEnded(s *sub) {
 	if h.parent.Err() != nil {

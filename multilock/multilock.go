@@ -9,7 +9,8 @@
 // keep no keys of their own in Redis. Ownership travels in the context as for every lock of this
 // module: Lock returns a ctx that carries the owner of every sub-lock and ends when the composite stops
 // being held (redisync.ErrReleased after Unlock, redisync.ErrLost when a sub-lock is lost, or the
-// parent's cause). A MultiLock or RedLock is itself a Locker, so composites nest.
+// parent's cause). IsHeld asks the servers whether ctx's owner still holds the composite. A MultiLock
+// or RedLock is itself a Locker, so composites nest.
 package multilock
 
 import (
@@ -31,12 +32,13 @@ import (
 // carries that owner and ends when the hold ends; TryLock gives up with an error matching
 // redisync.ErrNotAcquired when the lock is not acquired within wait, and with wait 0 tries once.
 // Unlock, given that ctx, releases that hold, and returns an error matching redisync.ErrNotHeld when
-// it was not held.
+// it was not held. IsHeld reports whether the owner that ctx carries holds the lock.
 type Locker interface {
 	Name() string
 	Lock(ctx context.Context) (context.Context, error)
 	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
 	Unlock(ctx context.Context) error
+	IsHeld(ctx context.Context) (bool, error)
 }
 
 // MultiLock holds all of several locks, or none. It is safe for concurrent use.
@@ -191,6 +193,21 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 		return m.err(core.ErrNotHeld)
 	}
 	return h.unlock()
+}
+
+// IsHeld reports whether the owner that ctx carries holds every sub-lock, asking each of them
+// (Redisson's isHeldByCurrentThread), and, when ctx comes from a hold of this MultiLock, whether that
+// hold has not ended (by Unlock, or by the loss or the lease end of a sub-lock). Like Unlock, it
+// answers even when ctx has ended.
+func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(multiKind, m.name, "nil context")
+	}
+	ok, err := isHeld(ctx, m, m.locks, len(m.locks))
+	if err != nil {
+		return false, m.err(err)
+	}
+	return ok, nil
 }
 
 // Do runs fn while holding the MultiLock: it locks (waiting as Lock does), runs fn with the hold's

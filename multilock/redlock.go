@@ -267,6 +267,22 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	return h.unlock()
 }
 
+// IsHeld reports whether the owner that ctx carries holds a majority of the sub-locks, asking each
+// of them, and, when ctx comes from a hold of this RedLock, whether that hold has not ended (by
+// Unlock, by the end of its validity time, or by the loss of its majority). A sub-lock that cannot
+// be asked does not count; its error is returned only when the others are not a majority. Like
+// Unlock, it answers even when ctx has ended.
+func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(redKind, r.name, "nil context")
+	}
+	ok, err := isHeld(ctx, r, r.locks, r.quorum)
+	if err != nil {
+		return false, r.err(err)
+	}
+	return ok, nil
+}
+
 // Do runs fn while holding the RedLock: it locks (trying as Lock does), runs fn with the hold's ctx,
 // which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
 // joined with the cause.

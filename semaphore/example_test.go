@@ -99,3 +99,48 @@ func ExampleExpirable() {
 	// released twice is an error: true
 	// available: 3
 }
+
+// A pool that lives only as long as a batch job: set with a time to live, removed when the batch is
+// cancelled, and not set anew by a worker that finishes late.
+func ExampleSemaphore_TrySetPermitsTTL() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	pool, err := semaphore.New(c, "batch-42")
+	if err != nil {
+		panic(err)
+	}
+	set, err := pool.TrySetPermitsTTL(ctx, 4, time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("set:", set)
+	if err := pool.Acquire(ctx, 1); err != nil {
+		panic(err)
+	}
+	// The batch is cancelled.
+	deleted, err := pool.Delete(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("deleted:", deleted)
+	// The worker finishes late: its permit goes nowhere.
+	released, err := pool.ReleaseIfExists(ctx, 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("released:", released)
+	// Output:
+	// set: true
+	// deleted: true
+	// released: false
+}

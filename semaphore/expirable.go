@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -34,6 +35,11 @@ const MaxAcquire = 1 << 16
 // A waiter tries again when permits are released, and when the earliest lease it was told of ends; a
 // shorter lease taken after it parked is seen at the Client's recheck interval at the latest
 // (redisync.WithRecheckInterval).
+//
+// Acquired permits end with the pool they were taken from: when the semaphore's key ends (Delete,
+// a TTL, or any other removal), they return into no pool, not even one set anew under the same name,
+// and releasing them answers redisync.ErrNotHeld. Acquire gives the permits the key's TTL, as
+// Redisson does.
 type Expirable struct {
 	c       *core.Client
 	name    string
@@ -89,7 +95,8 @@ func (e *Expirable) Name() string { return e.name }
 // and returns their ids. While it waits it tries again when a permit is released or its lease ends.
 //
 // When the semaphore has been set and has fewer than n permits in all, it returns an error matching
-// redisync.ErrInvalidArgument instead of waiting for permits that do not exist.
+// redisync.ErrInvalidArgument instead of waiting for permits that do not exist. Acquiring 0 permits
+// takes nothing and sends nothing: it returns no ids, or ctx's cause when ctx has ended.
 func (e *Expirable) Acquire(ctx context.Context, n int64) ([]string, error) {
 	return e.acquire(ctx, n, -1)
 }
@@ -107,8 +114,14 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 	if ctx == nil {
 		return nil, core.Invalid(expirableKind, e.name, "nil context")
 	}
-	if n < 1 || n > MaxAcquire {
-		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 1 to %d", n, MaxAcquire)
+	if n < 0 || n > MaxAcquire {
+		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
+	}
+	if n == 0 {
+		if err := context.Cause(ctx); err != nil {
+			return nil, core.Errorf(expirableKind, e.name, err)
+		}
+		return []string{}, nil
 	}
 	ids := make([]string, n)
 	raw := make([]byte, 16*n)
@@ -156,13 +169,14 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 
 // Release gives back the permits with the given ids, all of them or, when one of them is not
 // acquired (its lease ended, it was released, or it never existed), none: the error then matches
-// redisync.ErrNotHeld and says which. It releases even when ctx has been cancelled.
+// redisync.ErrNotHeld and says which. It releases even when ctx has been cancelled. Releasing no ids
+// does nothing and sends nothing.
 func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	if ctx == nil {
 		return core.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
-		return core.Invalid(expirableKind, e.name, "no permit ids")
+		return nil
 	}
 	raw := make([]string, len(ids))
 	seen := make(map[string]bool, len(ids))
@@ -185,6 +199,17 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 		return core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, ids[bad-1]))
 	}
 	return nil
+}
+
+// TryRelease is Release that reports, instead of an error, whether it released (Redisson's
+// tryRelease): false, releasing none, when one of the ids is not acquired. Releasing no ids sends
+// nothing and reports true.
+func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error) {
+	err := e.Release(ctx, ids...)
+	if errors.Is(err, core.ErrNotHeld) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // release runs the release of raw ids; it returns the 1-based position of an id that is not
@@ -282,8 +307,8 @@ func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
 	return err
 }
 
-// TrySetPermits sets the number of available permits to n, only if the semaphore has never been set.
-// It reports whether it set them.
+// TrySetPermits sets the number of available permits to n, only if the semaphore is not set: it never
+// was, or it was deleted or its TTL ended. It reports whether it set them.
 func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
 		return false, core.Invalid(expirableKind, e.name, "negative permits %d", n)
@@ -311,4 +336,36 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 		return 0, core.Errorf(expirableKind, e.name, err)
 	}
 	return res, nil
+}
+
+// Delete removes the semaphore with its acquired permits (Redisson deletes both keys), so that it
+// has no permits and may be set again, and reports whether it existed. The permits acquired before
+// end with it: releasing them answers redisync.ErrNotHeld. As in Redisson, nobody is told.
+func (e *Expirable) Delete(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	n, err := e.c.Run(ctx, expirableScript, e.keys, []string{"delete", e.c.Publish()}).AsInt64()
+	if err != nil {
+		return false, core.Errorf(expirableKind, e.name, err)
+	}
+	return n > 0, nil
+}
+
+// Expire makes the semaphore, with its acquired permits, end ttl from now, as Delete would end it,
+// and reports whether it exists. ttl must be at least a millisecond. Permits acquired later take the
+// TTL that is left.
+func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	if err := checkTTL(ttl); err != nil {
+		return false, core.Errorf(expirableKind, e.name, err)
+	}
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	ok, err := e.c.Run(ctx, expirableScript, e.keys, []string{"expire", e.c.Publish(), ms}).AsBool()
+	if err != nil {
+		return false, core.Errorf(expirableKind, e.name, err)
+	}
+	return ok, nil
 }

@@ -194,6 +194,32 @@ func TestGrantGivenBackByLeavingWaiter(t *testing.T) {
 	})
 }
 
+// Permits a release took for a waiter that then gave up go back only into the semaphore they were
+// taken from: when it has ended since (a TTL, a deletion by hand), they do not set it anew.
+func TestGrantOfAnEndedSemaphoreIsNotGivenBack(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		rdb := tg.Redis(t)
+		name := unique("ended")
+		testkit.Do(t, rdb, "SET", name, "0")
+		waiter := newSemaphore(t, tg.Client(t, slow), name)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := acquireIn(waiter, ctx, 2)
+		member, score := oneRecord(t, tg, name)
+		handOver(t, tg, name, member, score, "0") // the permits were taken for it
+		testkit.Do(t, rdb, "DEL", name)           // and the semaphore ended
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the waiter that gave up: %v, want context.Canceled", err)
+		}
+		if exists(t, rdb, name) {
+			t.Fatalf("the grant of an ended semaphore set it anew with %q", get(t, rdb, name))
+		}
+		if exists(t, rdb, grantsKey(name)) || exists(t, rdb, waitersKey(name)) {
+			t.Fatal("grants or waiter records left behind")
+		}
+	})
+}
+
 // A hand-over addressed to a waiter of the Client that is no longer there (its cleanup failed) is
 // given back by the Client at once, and the permit goes to the next waiter instead of being lost.
 func TestStrayHandOverIsGivenBack(t *testing.T) {

@@ -14,11 +14,18 @@
 // published when nobody of ours was served or a Java waiter may listen; it wakes, on each Client, as
 // many waiters as the count can serve, which then try. An Expirable semaphore's waiters are woken that
 // way only.
+//
+// Acquiring or releasing 0 permits is a no-op that succeeds without a command to Redis, as in
+// Redisson, the JDK and x/sync. A semaphore lives until Delete, or until a time to live that
+// TrySetPermitsTTL or Expire gave it ends; then it is unset, as if never set. Permits acquired before
+// do not follow it: ReleaseIfExists will not set the semaphore anew, and an Expirable's permits end
+// with it.
 package semaphore
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -38,6 +45,7 @@ var (
 	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
 	drainScript   = lua.Load("semaphore_drain.lua")
+	deleteScript  = lua.Load("semaphore_delete.lua")
 )
 
 // lingerMs: a client keeps listening on a semaphore's wake channel this long after its last waiter
@@ -96,10 +104,25 @@ func (s *Semaphore) Name() string { return s.name }
 // TrySetPermits sets the number of available permits to n, only if the semaphore has never been set
 // (its key does not exist). It reports whether it set them.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	return s.trySet(ctx, n, 0)
+}
+
+// TrySetPermitsTTL is TrySetPermits for a semaphore that lives ttl (Redisson's trySetPermits with a
+// time to live): ttl after it was set, the semaphore ends with its permits, as after Delete, unless
+// Expire gives it another TTL. ttl must be at least a millisecond.
+func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
+	if err := checkTTL(ttl); err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return s.trySet(ctx, n, ttl)
+}
+
+func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
 	if err := s.check(ctx, n, 0); err != nil {
 		return false, err
 	}
-	ok, err := s.c.Run(ctx, trySetScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub()}).AsBool()
+	args := []string{itoa(n), s.c.Publish(), s.c.NumSub(), itoa(ttl.Milliseconds())}
+	ok, err := s.c.Run(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
@@ -120,6 +143,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 }
 
 // Acquire takes n permits, waiting until n are available at once, ctx ends, or the Client is closed.
+// Acquiring 0 permits takes nothing and sends nothing: it returns nil, or ctx's cause when ctx has
+// ended (as golang.org/x/sync/semaphore does).
 //
 // An error never means the permits were taken, with one exception that no client can rule out: when
 // the connection fails while the acquiring script runs, the error is the connection's, and the script
@@ -140,8 +165,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) error {
-	if err := s.check(ctx, n, 1); err != nil {
+	if err := s.check(ctx, n, 0); err != nil {
 		return err
+	}
+	if n == 0 {
+		if err := context.Cause(ctx); err != nil {
+			return core.Errorf(kind, s.name, err)
+		}
+		return nil
 	}
 	a := &acquisition{s: s}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
@@ -152,7 +183,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		Weight:  n,
 		Policy:  wake,
 		Try:     a.try,
-		Undo:    func(ctx context.Context) { s.add(ctx, n) },
+		Undo:    func(ctx context.Context) { s.release(ctx, n, true) },
 	}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
@@ -224,17 +255,84 @@ func (s *Semaphore) forget(ctx context.Context, member string) {
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package
 // doc). Nothing checks that they were acquired. It releases even when ctx has been cancelled.
+// Releasing 0 permits does nothing and sends nothing.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
-	if err := s.check(ctx, n, 1); err != nil {
+	if err := s.check(ctx, n, 0); err != nil || n == 0 {
 		return err
 	}
 	return s.add(context.WithoutCancel(ctx), n)
 }
 
+// ReleaseIfExists is Release, only if the semaphore exists (Redisson's releaseIfExists): after
+// Delete, or once a TTL ended it, permits acquired before do not set it anew. It reports whether it
+// released; releasing 0 permits sends nothing and reports false, as in Redisson.
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
+	if err := s.check(ctx, n, 0); err != nil || n == 0 {
+		return false, err
+	}
+	return s.release(context.WithoutCancel(ctx), n, true)
+}
+
 func (s *Semaphore) add(ctx context.Context, n int64) error {
-	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub()}).Error()
+	_, err := s.release(ctx, n, false)
+	return err
+}
+
+// release adds n permits, only to a semaphore that exists when ifExists is set (it reports whether
+// it added them). Permits an acquisition gives back go that way: if the semaphore they were taken
+// from has ended since, they do not set it anew.
+func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, error) {
+	flag := "0"
+	if ifExists {
+		flag = "1"
+	}
+	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub(), flag}).Error()
+	if rueidis.IsRedisNil(err) {
+		return false, nil
+	}
 	if err != nil {
-		return core.Errorf(kind, s.name, err)
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return true, nil
+}
+
+// Delete removes the semaphore, so that it has no permits and may be set again, with what this
+// package keeps beside it in Redis (waiter records, grants), and reports whether it existed. As in
+// Redisson, nobody is told: waiters go on waiting for permits. Permits acquired before are not
+// tracked: a Release adds them to a new count (ReleaseIfExists does not).
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, s.name, "nil context")
+	}
+	ok, err := s.c.Run(ctx, deleteScript, s.keys[:], nil).AsBool()
+	if err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return ok, nil
+}
+
+// Expire makes the semaphore end ttl from now, as Delete would end it, and reports whether it exists
+// (a semaphore that was never set has nothing to expire). ttl must be at least a millisecond.
+func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, s.name, "nil context")
+	}
+	if err := checkTTL(ttl); err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	rdb := s.c.RDB()
+	ok, err := rdb.Do(ctx, rdb.B().Pexpire().Key(s.name).Milliseconds(ttl.Milliseconds()).Build()).AsBool()
+	if err != nil {
+		return false, core.Errorf(kind, s.name, err)
+	}
+	return ok, nil
+}
+
+// checkTTL refuses a time to live that Redis would not keep: below its millisecond resolution, or
+// none (PEXPIRE would delete the key at once).
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: time to live %v: want at least 1ms", core.ErrInvalidArgument, ttl)
 	}
 	return nil
 }
