@@ -196,9 +196,19 @@ func TestRedLockValidityEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-held.Done()
-	if d := time.Since(start); d > lease {
-		t.Fatalf("hold's ctx ended %v after the start, after the %v lease", d, lease)
+	// The validity the hold computed ends within the lease counted from before the first request; a
+	// busy machine may run the timer late, so the end itself is only bounded generously.
+	end, ok := held.Deadline()
+	if !ok || end.After(start.Add(lease)) {
+		t.Fatalf("hold's deadline %v after the start (set %v), want within the %v lease", end.Sub(start), ok, lease)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold's ctx did not end with its validity")
+	}
+	if early := end.Sub(time.Now()); early > 0 {
+		t.Fatalf("hold's ctx ended %v before its deadline", early)
 	}
 	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", cause)
@@ -270,13 +280,11 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 		return nil
 	})
 
-	r := newRed(t, locks(t, servers, same(name, 3), rlock.WithLease(10*time.Second)), WithInstanceTimeout(50*time.Millisecond))
+	r := newRed(t, locks(t, servers, same(name, 3), rlock.WithLease(10*time.Second)), WithInstanceTimeout(100*time.Millisecond))
 	resume := pause(t, late)
-	go func() {
-		time.Sleep(150 * time.Millisecond) // past the instance timeout, within the client's 300ms
-		resume()
-	}()
 	held, err := r.TryLock(context.Background(), 0)
+	// The attempt gave up on the late server: it answers now, within the client's 300ms.
+	resume()
 	if err != nil {
 		t.Fatal(err)
 	}

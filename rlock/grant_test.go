@@ -24,6 +24,17 @@ func waiterRecords(t *testing.T, tg *testkit.Target, name string) []string {
 	return strings.Fields(strings.Trim(out, "[]"))
 }
 
+// waiters waits until the lock has n waiter records.
+func waiters(t *testing.T, tg *testkit.Target, name string, n int) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if rec := waiterRecords(t, tg, name); len(rec) != n {
+			return fmt.Errorf("%d waiter records, want %d", len(rec), n)
+		}
+		return nil
+	})
+}
+
 // oneWaiter waits until the lock has a single waiter record, and returns it.
 func oneWaiter(t *testing.T, tg *testkit.Target, name string) string {
 	t.Helper()
@@ -35,6 +46,18 @@ func oneWaiter(t *testing.T, tg *testkit.Target, name string) string {
 		return nil
 	})
 	return rec[0]
+}
+
+// triedTwice waits until a waiter on a Client of its own has made its two tries since the servers
+// had run base scripts: the first one, and the one once its channel is subscribed.
+func triedTwice(t *testing.T, tg *testkit.Target, base int64) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if n := tg.Calls(t, "evalsha", "eval") - base; n < 2 {
+			return fmt.Errorf("the waiter made %d tries, want 2", n)
+		}
+		return nil
+	})
 }
 
 // A release hands the lock to the waiter with the waiter's own lease, fencing token and re-entry
@@ -50,9 +73,10 @@ func TestReleaseHandsOver(t *testing.T) {
 		first, _ := holder.Token(held)
 
 		waiter := newLock(t, tg.Client(t, slow), "hand", rlock.WithFencing(), rlock.WithLease(20*time.Second), rlock.NonReentrant())
+		base := tg.Calls(t, "evalsha", "eval")
 		got := waitFor(waiter)
 		oneWaiter(t, tg, "hand")
-		time.Sleep(300 * time.Millisecond) // its try once subscribed, which covers a release in between
+		triedTwice(t, tg, base) // its try once subscribed, which covers a release in between
 		before := tg.Calls(t, "evalsha", "eval")
 		mustUnlock(t, holder, held)
 		h := testkit.Await(t, got, "waiter")
@@ -153,9 +177,10 @@ func TestStaleHandOverIgnored(t *testing.T) {
 
 		c := tg.Client(t, slow)
 		waiter := newLock(t, c, "stale")
+		base := tg.Calls(t, "evalsha", "eval")
 		got := waitFor(waiter)
 		rec := oneWaiter(t, tg, "stale")
-		time.Sleep(300 * time.Millisecond) // its try once subscribed
+		triedTwice(t, tg, base) // its try once subscribed
 		score := func() string {
 			return testkit.DoString(t, rdb, "ZSCORE", "redisync_lock_waiters:{stale}", rec)
 		}

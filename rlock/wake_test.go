@@ -73,7 +73,7 @@ func TestClosedWaiterDoesNotStallTheLine(t *testing.T) {
 			_, err := dead.Lock(context.Background())
 			deadDone <- err
 		}()
-		time.Sleep(100 * time.Millisecond) // its record is written first: it is first in line
+		waiters(t, tg, "closed-waiter", 1) // its record is written first: it is first in line
 		live := newLock(t, tg.Client(t, slow), "closed-waiter")
 		got := make(chan error, 1)
 		go func() {
@@ -83,7 +83,7 @@ func TestClosedWaiterDoesNotStallTheLine(t *testing.T) {
 			}
 			got <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waiters(t, tg, "closed-waiter", 2)
 		gone.Close()
 		<-deadDone
 		mustUnlock(t, holder, held)
@@ -92,7 +92,7 @@ func TestClosedWaiterDoesNotStallTheLine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(15 * time.Second): // the live waiter's own next try is a minute away
 			t.Fatal("the release woke the closed client's waiter, and nobody else")
 		}
 	})
@@ -135,7 +135,7 @@ func TestJavaWaiterWokenBesideOurs(t *testing.T) {
 			rdb.Receive(hook, sub, func(m rueidis.PubSubMessage) { heard <- m.Message })
 		}()
 		<-subscribed
-		time.Sleep(200 * time.Millisecond)
+		waiters(t, tg, "java-beside", 1)
 
 		mustUnlock(t, holder, held)
 		select {

@@ -103,7 +103,7 @@ func TestRedissonCompatibility(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(200 * time.Millisecond)
+		subscribed(t, c, "compat")
 		eval(t, rdb, javaReadRelease, []string{"compat", "redisson_rwlock:{compat}", javaLease + ":1"}, java, pub)
 		if err := <-wrote; err != nil {
 			t.Fatalf("our writer after the Java reader's unlock message: %v", err)

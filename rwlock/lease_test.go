@@ -17,6 +17,17 @@ func waiting(c *redisync.Client, name string) int {
 	return (*core.Client)(c).Notifier().Waiting("redisson_rwlock:{" + name + "}")
 }
 
+// subscribed waits until c's notifier has the channel of name subscribed.
+func subscribed(t *testing.T, c *redisync.Client, name string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if !(*core.Client)(c).Notifier().Subscribed("redisson_rwlock:{" + name + "}") {
+			return errors.New("channel not subscribed yet")
+		}
+		return nil
+	})
+}
+
 func TestDowngradeWakesReaders(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		ctx := context.Background()
@@ -53,7 +64,7 @@ func TestDowngradeWakesReaders(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(200 * time.Millisecond) // let both subscriptions be confirmed and their second try fail
+		subscribed(t, wc, "downgrade") // and their second try, once subscribed, fails
 
 		if err := rw.WriteLock().Unlock(w); err != nil {
 			t.Fatal(err)

@@ -39,7 +39,7 @@ func TestWriterPreference(t *testing.T) {
 				}
 				return nil
 			})
-			time.Sleep(200 * time.Millisecond)
+			subscribed(t, c, name)
 		}
 
 		// By default a new reader gets in while a writer waits: readers can starve writers.

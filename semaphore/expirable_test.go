@@ -217,7 +217,8 @@ func TestExpirableUpdateLease(t *testing.T) {
 		ctx := context.Background()
 		rdb := tg.Redis(t)
 		name := unique("expirable-lease")
-		e := newExpirable(t, tg.Client(t), name, semaphore.WithLease(800*time.Millisecond))
+		// The lease outlasts the calls below on a busy machine; the test then waits for it to end.
+		e := newExpirable(t, tg.Client(t), name, semaphore.WithLease(2*time.Second))
 		if err := e.AddPermits(ctx, 3); err != nil {
 			t.Fatal(err)
 		}
@@ -230,8 +231,8 @@ func TestExpirableUpdateLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		after, _ := strconv.ParseInt(score(t, rdb, name, ids[0]), 10, 64)
-		if d := after - before; d < 9000 || d > 11000 {
-			t.Fatalf("expiry moved by %d ms, want about 9200", d)
+		if d := after - before; d < 8000 || d > 10000 {
+			t.Fatalf("expiry moved by %d ms, want about 8000", d)
 		}
 		if err := e.UpdateLease(ctx, ids[1], 0); err != nil {
 			t.Fatal(err)
@@ -239,10 +240,12 @@ func TestExpirableUpdateLease(t *testing.T) {
 		if s := score(t, rdb, name, ids[1]); s != never {
 			t.Fatalf("permit with its lease taken away scored %q, want %s", s, never)
 		}
-		time.Sleep(1200 * time.Millisecond)
-		if got := counts(t, e); got != [3]int64{1, 2, 3} {
-			t.Fatalf("after the first lease: available, acquired, permits = %v, want [1 2 3]", got)
-		}
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if got := counts(t, e); got != [3]int64{1, 2, 3} {
+				return fmt.Errorf("after the first lease: available, acquired, permits = %v, want [1 2 3]", got)
+			}
+			return nil
+		})
 		if err := e.UpdateLease(ctx, ids[2], time.Minute); !errors.Is(err, redisync.ErrNotHeld) {
 			t.Fatalf("UpdateLease of an expired permit: %v, want ErrNotHeld", err)
 		}

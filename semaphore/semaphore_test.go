@@ -294,22 +294,20 @@ func TestSemaphoreReleaseWakesNoMore(t *testing.T) {
 		c, spy := spied(t, tg, isAcquireOf(t, name), redisync.WithRecheckInterval(time.Minute))
 		releaser := newSemaphore(t, tg.Client(t), name)
 		done := make(chan error, 3)
-		for range 3 {
+		// The first waiter tries once, subscribes, and tries again once subscribed; one that registers
+		// while the channel is already subscribed tries once only. One after the other, each waits with
+		// a known number of tries made: 2, 3, 4.
+		for i := range 3 {
 			s := newSemaphore(t, c, name)
 			go func() { done <- s.Acquire(ctx, 1) }()
+			testkit.Eventually(t, 10*time.Second, func() error {
+				if w, n := waiting(c, name), spy.calls.Load(); w != i+1 || n != int64(i+2) {
+					return fmt.Errorf("%d waiting after %d tries, want %d after %d", w, n, i+1, i+2)
+				}
+				return nil
+			})
 		}
-		// Each waiter tries once, subscribes, and tries again once subscribed; one that registers while
-		// the channel is already subscribed tries once only. Wait until all three wait and tries stop.
-		var before int64
-		testkit.Eventually(t, 5*time.Second, func() error {
-			n := spy.calls.Load()
-			time.Sleep(200 * time.Millisecond)
-			if w := waiting(c, name); w != 3 || n < 4 || spy.calls.Load() != n {
-				return fmt.Errorf("%d waiting, %d tries and counting", w, spy.calls.Load())
-			}
-			before = n
-			return nil
-		})
+		before := spy.calls.Load()
 		if err := releaser.Release(ctx, 1); err != nil {
 			t.Fatal(err)
 		}

@@ -132,7 +132,7 @@ func CloseClean(t testing.TB, c *redisync.Client) {
 	if n := cc.Renewals(); n != 0 {
 		t.Errorf("watchdog still renews %d holds at the end of the test", n)
 	}
-	Eventually(t, 2*time.Second, func() error {
+	Eventually(t, 10*time.Second, func() error {
 		// Channels linger a moment after their last waiter (pubsub.Linger); Close drops them.
 		if n := cc.Notifier().Waiters(); n != 0 {
 			return fmt.Errorf("notifier still has %d waiters", n)
@@ -185,10 +185,10 @@ func (tg *Target) Calls(t testing.TB, cmds ...string) int64 {
 	return total
 }
 
-// RequireNoSubscriptions fails unless, within 2 s, no node has a Pub/Sub channel subscribed.
+// RequireNoSubscriptions fails unless, within 10 s, no node has a Pub/Sub channel subscribed.
 func (tg *Target) RequireNoSubscriptions(t testing.TB) {
 	t.Helper()
-	Eventually(t, 2*time.Second, func() error {
+	Eventually(t, 10*time.Second, func() error {
 		for _, s := range tg.Servers {
 			for _, cmd := range [][]string{{"PUBSUB", "CHANNELS"}, {"PUBSUB", "SHARDCHANNELS"}} {
 				out, err := s.Do(cmd...)
