@@ -26,4 +26,7 @@ var (
 	// within the timeout. The acquisition was given back; nothing is held. A renewal that is not
 	// acknowledged does not extend the lease, so a hold whose renewals keep failing is lost.
 	ErrNotReplicated = core.ErrNotReplicated
+	// ErrNotInitialized: the object needs a setting that nobody made yet (a rate limiter without a
+	// rate: TrySetRate or SetRate first, also after its keep-alive let it expire). Nothing was changed.
+	ErrNotInitialized = core.ErrNotInitialized
 )

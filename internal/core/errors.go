@@ -16,6 +16,7 @@ var (
 	ErrClosed          = errors.New("redisync: client closed")
 	ErrInvalidArgument = errors.New("redisync: invalid argument")
 	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
+	ErrNotInitialized  = errors.New("redisync: not initialized")
 )
 
 // Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that
