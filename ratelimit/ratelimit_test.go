@@ -120,7 +120,7 @@ func TestWrongType(t *testing.T) {
 	for _, setup := range [][]string{
 		{"SET", "K", "12"},
 		{"RPUSH", "K", "a"},
-		{"HSET", "K", "c0ffee:1", "1"},             // an RLock
+		{"HSET", "K", "c0ffee:1", "1"},               // an RLock
 		{"HSET", "K", "rate", "10", "interval", "x"}, // not a number
 		{"HSET", "K", "rate", "10", "interval", "1000", "type", "7"},
 	} {
