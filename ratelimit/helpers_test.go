@@ -82,14 +82,16 @@ func (r *recorder) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 	args := cmd.Commands()
 	hit := len(args) > 9 && (args[0] == "EVALSHA" && args[1] == acquireSHA ||
 		args[0] == "EVAL" && fmt.Sprintf("%x", sha1.Sum([]byte(args[1]))) == acquireSHA)
+	var n int64
+	if hit {
+		fmt.Sscan(args[8], &n) // EVALSHA sha 5 k1..k5 permits member; read before Do recycles cmd
+	}
 	res := r.Client.Do(ctx, cmd)
 	if !hit {
 		return res
 	}
 	r.tries.Add(1)
 	if reply, err := res.AsIntSlice(); err == nil && len(reply) == 2 && reply[0] == 1 && r.log != nil {
-		var n int64
-		fmt.Sscan(args[8], &n) // EVALSHA sha 5 k1..k5 permits member
 		r.log.add(reply[1], n)
 	}
 	if fn := r.after.Load(); fn != nil {
