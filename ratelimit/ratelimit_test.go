@@ -82,6 +82,7 @@ func TestBadInput(t *testing.T) {
 	if n := testkit.DoString(t, rdb, "EXISTS", "{"+name+"}:value", "{"+name+"}:permits"); n != "0" {
 		t.Errorf("a refused acquisition left %s window keys", n)
 	}
+	l.Delete(ctx)
 }
 
 // TestNotInitialized: a limiter without a rate fails with ErrNotInitialized and creates nothing.
@@ -151,7 +152,26 @@ func TestWrongType(t *testing.T) {
 		if n := testkit.DoString(t, rdb, "EXISTS", "{"+name+"}:value", "{"+name+"}:permits"); n != "0" {
 			t.Errorf("%v: window keys created", setup)
 		}
+		testkit.Do(t, rdb, "DEL", name)
 	}
+	// A limiter whose window key holds another type: the acquisition fails before any write.
+	name := unique("wrongwindow")
+	l, _ := ratelimit.New(c, name)
+	if _, err := l.TrySetRate(ctx, overall(5, time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Acquire(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Do(t, rdb, "DEL", "{"+name+"}:permits")
+	testkit.Do(t, rdb, "SET", "{"+name+"}:permits", "x")
+	if err := l.Acquire(ctx, 1); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Acquire with a string as the permits key: %v", err)
+	}
+	if v := testkit.DoString(t, rdb, "GET", "{"+name+"}:value"); v != "4" {
+		t.Errorf("value = %s after the refused acquisition, want 4", v)
+	}
+	l.Delete(ctx)
 }
 
 // TestLayout: Redisson's keys, hash fields and grants; TrySetRate keeps a rate, SetRate replaces it
@@ -247,6 +267,7 @@ func TestKeepAlive(t *testing.T) {
 	if got, _ := l.Config(ctx); got != cfg {
 		t.Errorf("Config = %+v", got)
 	}
+	l.Delete(ctx)
 
 	name = unique("expire")
 	l, _ = ratelimit.New(c, name)
@@ -326,6 +347,7 @@ func TestWaitIsExact(t *testing.T) {
 	if len(g) != 2 || g[1].at-g[0].at < interval.Milliseconds() {
 		t.Errorf("grants %+v: the second is less than %v after the first", g, interval)
 	}
+	l.Delete(ctx)
 }
 
 // TestTryAcquireGivesUpEarly: a try whose answer is beyond the wait bound ends the wait at once.
