@@ -29,4 +29,7 @@ var (
 	// ErrNotInnermost: Unlock of a hold that has holds taken inside it (through its ctx) still open.
 	// Holds are released innermost first; nothing was changed.
 	ErrNotInnermost = core.ErrNotInnermost
+	// ErrNotInitialized: the object needs a setting that nobody made yet (a rate limiter without a
+	// rate: TrySetRate or SetRate first, also after its keep-alive let it expire). Nothing was changed.
+	ErrNotInitialized = core.ErrNotInitialized
 )

@@ -1,6 +1,7 @@
 // Package redisync provides Redisson-style distributed synchronizers on Redis for Go: a reentrant lock
 // with a lease watchdog (package rlock), a fair lock (fairlock), a read-write lock (rwlock), semaphores
-// (semaphore), a countdown latch (countdown), and MultiLock and RedLock (multilock).
+// (semaphore), a countdown latch (countdown), a rate limiter (ratelimit), and MultiLock and RedLock
+// (multilock).
 //
 // Every primitive keeps Redisson's data layout in Redis, so Go and Java processes can share a lock
 // while a service is being ported. Waiting is driven by Pub/Sub release notifications, not polling.

@@ -23,7 +23,8 @@ Shows what Redis holds under NAME, read without changing anything (only TYPE, HG
 LRANGE, ZRANGE, EXISTS, TIME and PUBSUB NUMSUB are sent): which primitive it is, its holders and
 their hold counts, its TTL, the fair lock's queue with each waiter's deadline, the read-write lock's
 mode and per-reader leases, a semaphore's available permits and the expiry of each acquired permit,
-a latch's count. It reads Redisson's layout, so it shows locks taken by Java services too.
+a latch's count, a rate limiter's rate and permits left. It reads Redisson's layout, so it shows
+locks taken by Java services too.
 
 Owners read "<client id>:<owner id>": the client id is a redisync Client's (or a Redisson
 instance's) UUID, the owner id its context owner (Redisson: the thread id).
@@ -63,6 +64,8 @@ type state struct {
 	// each with the time its announcement lapses unless renewed.
 	WaitingWriters []waiter `json:"waiting_writers,omitempty"`
 	Keys           []string `json:"keys"` // the keys that were found
+
+	RateLimiter *rateState `json:"rate_limiter,omitempty"` // a rate limiter's rate and window
 }
 
 type holderState struct {
@@ -237,7 +240,9 @@ func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, erro
 	}
 	switch typ {
 	case "hash", "none":
-		r.lock(st, typ == "hash", now)
+		if typ == "none" || !r.rateLimiter(st, now) {
+			r.lock(st, typ == "hash", now)
+		}
 	case "string":
 		r.counter(st, now)
 	default:
@@ -401,6 +406,7 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, ", %s", expiry(*st.TTLms))
 	}
 	fmt.Fprintln(w)
+	st.RateLimiter.print(w)
 	for _, h := range st.Holders {
 		role := "holder"
 		if st.Mode != "" {

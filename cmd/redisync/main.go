@@ -6,6 +6,7 @@
 //	redisync lock [flags] NAME -- COMMAND [ARGS...]  # flock(1) across machines
 //	redisync semaphore [flags] --permits N NAME -- COMMAND [ARGS...]
 //	redisync latch NAME set N | countdown | count | await [--wait DURATION]
+//	redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
 //	redisync inspect [--json] NAME
 //
 // Every subcommand takes --help. The locks and permits it takes keep Redisson's layout in Redis, so a
@@ -37,6 +38,7 @@ Usage:
   redisync lock [flags] NAME -- COMMAND [ARGS...]          run COMMAND holding a lock (flock(1) across machines)
   redisync semaphore [flags] --permits N NAME -- COMMAND   run COMMAND holding one of N permits
   redisync latch NAME set N | countdown | count | await    a countdown latch
+  redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND  run COMMAND once a rate limiter allows it
   redisync inspect [--json] NAME                           what Redis holds under NAME, read-only
 
 Connection (every subcommand): --addr host:port[,host:port...] (several = cluster),
@@ -67,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLatch(rest, stdout, stderr)
 	case "inspect":
 		return cmdInspect(rest, stdout, stderr)
+	case "rate":
+		return cmdRate(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -19,7 +19,7 @@ type Attempt func(ctx context.Context) (ok bool, retryIn time.Duration, err erro
 
 // Wait describes how a primitive waits for its object.
 type Wait struct {
-	Channel string // where releases are announced
+	Channel string // where releases are announced; "" when nothing is (each try says how long to wait)
 	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
 	// rlock); the waiter listens on both.
 	Wake string
@@ -171,7 +171,8 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	defer timer.Stop()
 	for {
 		d := retryIn
-		if d <= 0 || d > c.cfg.Recheck {
+		// Without a channel no notification can be lost: the try's own answer is the wait.
+		if d <= 0 || (d > c.cfg.Recheck && w.Channel != "") {
 			d = c.cfg.Recheck
 		}
 		last := false

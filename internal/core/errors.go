@@ -17,6 +17,7 @@ var (
 	ErrInvalidArgument = errors.New("redisync: invalid argument")
 	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
 	ErrNotInnermost    = errors.New("redisync: holds taken inside this one are still open")
+	ErrNotInitialized  = errors.New("redisync: not initialized")
 )
 
 // Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/ratelimit"
+)
+
+const rateHeader = `Usage: redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
+
+Takes one permit of the rate limiter NAME, waiting until the limiter has one, then runs COMMAND: of
+all the processes that run 'redisync rate NAME' against the same Redis, at most N start their
+COMMAND in any INTERVAL (a sliding window, kept by the Redis server's clock). The limiter is
+Redisson's RRateLimiter (getRateLimiter("NAME")), so Java services draw from the same rate. --rate
+sets the rate when the limiter has none; an existing one keeps its own.
+
+The permit is not held: COMMAND runs as long as it takes, and how many run at once is not bounded
+(combine with 'redisync semaphore' for that). Signals and process group are those of 'redisync lock'.
+Flags go before NAME, or anywhere before "--".
+`
+
+const rateFooter = `
+Exit status:
+  COMMAND's own   COMMAND ran (128+n when a signal n ended it)
+  75              no permit within --wait; COMMAND did not run
+  64              bad flags or arguments
+  69              Redis unreachable or failing; COMMAND did not run
+  126, 127        COMMAND cannot be run, or was not found
+  128+n           signal n arrived while waiting; COMMAND did not run
+
+Examples:
+  redisync rate --rate 10/s api -- curl -fsS https://api.example.com/sync
+  redisync rate --rate 10000/h --wait 0 mail -- ./send.sh    # exit 75 at once when over the rate
+  redisync rate --rate 5/250ms --keep-alive 1h crawl -- ./fetch.sh "$URL"
+`
+
+// rateFlag is a --rate N/INTERVAL: "10/s", "100/1m", "5/250ms".
+type rateFlag struct {
+	n        int64
+	interval time.Duration
+}
+
+func (r *rateFlag) String() string {
+	if r == nil || r.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%v", r.n, r.interval)
+}
+
+func (r *rateFlag) Set(s string) error {
+	count, per, ok := strings.Cut(s, "/")
+	if !ok {
+		return errors.New("want N/INTERVAL, as 10/s or 100/1m")
+	}
+	n, err := strconv.ParseInt(count, 10, 64)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%q: want a count of at least 1", count)
+	}
+	d, err := time.ParseDuration(per)
+	if err != nil {
+		d, err = time.ParseDuration("1" + per) // a bare unit: "s" is "1s"
+	}
+	if err != nil || d < time.Millisecond {
+		return fmt.Errorf("%q: want an interval of at least 1ms, as s, 1m or 250ms", per)
+	}
+	r.n, r.interval = n, d
+	return nil
+}
+
+// cmdRate runs COMMAND once the rate limiter grants a permit.
+func cmdRate(args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand("rate", rateHeader, rateFooter, stdout, stderr)
+	var rate rateFlag
+	var wait waitFlag
+	var conn connFlags
+	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet (required)")
+	cmd.fs.Var(&wait, "wait", "give up with status 75 after `DURATION` without a permit, or at once when none comes free\nwithin it; 0 tries once (default: wait as long as it takes)")
+	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays)")
+	conn.register(cmd.fs)
+	pos, tail, _, code := cmd.parse(args, 1)
+	if code >= 0 {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
+		return cmd.usageError("missing NAME")
+	case len(pos) > 1:
+		return cmd.usageError("unexpected argument %q (COMMAND goes after \"--\")", pos[1])
+	case len(tail) == 0:
+		return cmd.usageError("missing COMMAND")
+	case pos[0] == "":
+		return cmd.usageError("empty NAME")
+	case rate.n == 0:
+		return cmd.usageError("--rate is required")
+	case *keepAlive != 0 && *keepAlive < rate.interval:
+		return cmd.usageError("--keep-alive %v is shorter than the interval %v", *keepAlive, rate.interval)
+	}
+	path, code := resolve(tail[0], cmd.stderr, cmd.name)
+	if code >= 0 {
+		return code
+	}
+	c, code := conn.connect(cmd)
+	if code >= 0 {
+		return code
+	}
+	defer c.Close()
+	l, err := ratelimit.New(c, pos[0])
+	if err != nil {
+		return cmd.usageError("%v", err)
+	}
+	cfg := ratelimit.Config{Rate: rate.n, Interval: rate.interval, KeepAlive: *keepAlive}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	_, err = l.TrySetRate(ctx, cfg)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "redisync rate: %v\n", err)
+		if errors.Is(err, redisync.ErrInvalidArgument) {
+			return exitUsage
+		}
+		return exitUnavailable
+	}
+	take := func(ctx context.Context, wait time.Duration) (context.Context, error) {
+		if wait < 0 {
+			return context.Background(), l.Acquire(ctx, 1)
+		}
+		return context.Background(), l.TryAcquire(ctx, 1, wait)
+	}
+	h := holder{what: "permit", acquire: take, release: func(context.Context) error { return nil }}
+	return runHeld(cmd, h, wait.bound(), 0, append([]string{path}, tail...))
+}
+
+// rateState is what inspect shows of a rate limiter.
+type rateState struct {
+	Type        string `json:"type"` // "overall" or "per client"
+	Rate        int64  `json:"rate"`
+	IntervalMs  int64  `json:"interval_ms"`
+	KeepAliveMs int64  `json:"keep_alive_ms,omitempty"`
+	// Available: the permits an acquisition could take now (overall limiters: a per-client one has a
+	// window for each client).
+	Available *int64 `json:"available,omitempty"`
+	Grants    int    `json:"grants,omitempty"` // the grants in the window now
+}
+
+// rateLimiter reads the rate limiter under st.Name, if the hash there is one, the way an acquisition
+// would count its window, without changing it.
+func (r *reader) rateLimiter(st *state, now int64) bool {
+	f, _ := r.do(r.rdb.B().Hgetall().Key(st.Name).Build()).AsStrMap()
+	rate, err1 := strconv.ParseInt(f["rate"], 10, 64)
+	interval, err2 := strconv.ParseInt(f["interval"], 10, 64)
+	if err1 != nil || err2 != nil || (f["type"] != "0" && f["type"] != "1") {
+		return false
+	}
+	rs := &rateState{Type: ratelimit.Overall.String(), Rate: rate, IntervalMs: interval}
+	rs.KeepAliveMs, _ = strconv.ParseInt(f["keepAliveTime"], 10, 64)
+	st.Kind, st.RateLimiter = "rate limiter", rs
+	if f["type"] == "1" {
+		rs.Type = ratelimit.PerClient.String()
+		return true
+	}
+	valueKey, permitsKey := core.Suffixed(st.Name, "value"), core.Suffixed(st.Name, "permits")
+	left, ok := r.int(valueKey)
+	if !r.found(st, valueKey, ok) {
+		rs.Available = &rate // no window yet: all of it
+		return true
+	}
+	var released, used int64
+	grants := r.zset(permitsKey)
+	r.found(st, permitsKey, len(grants) > 0)
+	for _, z := range grants {
+		p := grantPermits(z.Member)
+		if int64(z.Score) <= now-interval {
+			released += p
+		} else {
+			used += p
+			rs.Grants++
+		}
+	}
+	// Redisson's rule: returned permits never take the window above the rate.
+	if released > 0 {
+		if left += released; left > rate {
+			left = rate - used
+		}
+	}
+	rs.Available = &left
+	return true
+}
+
+// grantPermits decodes a grant, struct.pack('Bc0I', #id, id, permits): 0 when malformed.
+func grantPermits(member string) int64 {
+	if len(member) < 1 || len(member) < 1+int(member[0])+4 {
+		return 0
+	}
+	at := 1 + int(member[0])
+	return int64(binary.LittleEndian.Uint32([]byte(member[at : at+4])))
+}
+
+func (rs *rateState) print(w io.Writer) {
+	if rs == nil {
+		return
+	}
+	fmt.Fprintf(w, "  rate: %d per %v (%s)", rs.Rate, ms(rs.IntervalMs), rs.Type)
+	if rs.KeepAliveMs > 0 {
+		fmt.Fprintf(w, ", kept %v after its last use", ms(rs.KeepAliveMs))
+	}
+	fmt.Fprintln(w)
+	if rs.Available == nil {
+		fmt.Fprintln(w, "  permits left: counted per client, in each client's window")
+		return
+	}
+	fmt.Fprintf(w, "  permits left: %d (%d grants in the window)\n", *rs.Available, rs.Grants)
+}

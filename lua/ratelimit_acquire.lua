@@ -1,0 +1,54 @@
+-- Take permits from a rate limiter's window (ratelimit_window.lua comes first), by the server's clock.
+-- KEYS as ratelimit_window.lua; ARGV[1] permits wanted, ARGV[2] the grant's member (its random id and
+-- the permits, packed as Redisson packs them).
+-- Returns {1, now} when taken (now: the grant's time in ms), {0, ms} when too few are left: ms until
+-- enough grants leave the window, {-1, rate} when more than the rate are wanted, {-2} when the
+-- limiter is not set.
+local rate, interval, keep, value, permits = limiter()
+if not rate then
+  return {-2}
+elseif rate == 'err' then
+  return redis.error_reply(not_limiter)
+end
+local n = tonumber(ARGV[1])
+if n > rate then
+  return {-1, rate}
+end
+local now = now_ms()
+local v = left(rate, interval, value, permits, now, true)
+if v == 'err' then
+  return redis.error_reply(bad_window)
+end
+local wait, fresh = nil, false
+if not v then
+  v, fresh = rate, true
+elseif v < n then
+  -- Every grant holds a permit at least: the oldest n - v grants free enough, if any do.
+  local grants = redis.call('zrange', permits, 0, n - v - 1, 'withscores')
+  if #grants == 0 then
+    v, fresh = rate, true -- nothing is in the window, so all of it is left (a value changed by hand)
+  else
+    local freed = 0
+    for i = 1, #grants, 2 do
+      freed = freed + (permits_of(grants[i]) or 0)
+      wait = tonumber(grants[i + 1]) + interval - now
+      if v + freed >= n then
+        break
+      end
+    end
+  end
+end
+if not wait then
+  -- ZADD first: it is the write that can still fail (WRONGTYPE), and must fail before any other.
+  redis.call('zadd', permits, now, ARGV[2])
+  if fresh then
+    redis.call('set', value, v - n)
+  else
+    redis.call('decrby', value, n)
+  end
+end
+keep_alive(keep, value, permits)
+if wait then
+  return {0, wait}
+end
+return {1, now}

@@ -1,0 +1,151 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// Type says who shares a limiter's rate: Redisson's RateType, stored as its ordinal.
+type Type int
+
+const (
+	// Overall: one rate for every Client and Redisson instance (RateType.OVERALL).
+	Overall Type = 0
+	// PerClient: each Client has the whole rate to itself (RateType.PER_CLIENT); Limiters given the
+	// same WithClientID share one. A Client's window stays in Redis after the Client is gone, as a
+	// Redisson instance's does, unless the limiter has a KeepAlive: give it one.
+	PerClient Type = 1
+)
+
+func (t Type) String() string {
+	switch t {
+	case Overall:
+		return "overall"
+	case PerClient:
+		return "per client"
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Config is a limiter's rate: Rate permits per Interval.
+type Config struct {
+	Type Type
+	// Rate is how many permits the window holds, 1 to math.MaxUint32 (a grant's permits are stored as
+	// a 32-bit unsigned int, and one Acquire may ask for the whole rate).
+	Rate int64
+	// Interval is the window's length, at least a millisecond; Redis keeps it in whole milliseconds
+	// (rounded down).
+	Interval time.Duration
+	// KeepAlive, when not 0, is how long the limiter stays in Redis after its last acquisition (at
+	// least Interval): an idle limiter then disappears, keys and all, and must be set again. With 0
+	// its keys stay until Delete.
+	KeepAlive time.Duration
+}
+
+func (cfg Config) check() string {
+	switch {
+	case cfg.Type != Overall && cfg.Type != PerClient:
+		return fmt.Sprintf("unknown type %d", int(cfg.Type))
+	case cfg.Rate < 1 || cfg.Rate > math.MaxUint32:
+		return fmt.Sprintf("rate %d: want 1 to %d", cfg.Rate, uint32(math.MaxUint32))
+	case cfg.Interval < time.Millisecond:
+		return fmt.Sprintf("interval %v: want at least 1ms", cfg.Interval)
+	case cfg.KeepAlive != 0 && cfg.KeepAlive.Milliseconds() < cfg.Interval.Milliseconds():
+		return fmt.Sprintf("keep-alive %v: want 0 or at least the interval, %v", cfg.KeepAlive, cfg.Interval)
+	}
+	return ""
+}
+
+// TrySetRate sets the rate only if the limiter has none, and reports whether it did; a limiter that
+// is set keeps its own rate (see Config). A name that holds something else is refused with Redis's
+// WRONGTYPE error and left unchanged.
+func (l *Limiter) TrySetRate(ctx context.Context, cfg Config) (bool, error) {
+	set, err := l.set(ctx, cfg, "1")
+	return set == 1, err
+}
+
+// SetRate sets the rate, replacing the limiter's, and empties the window of the type it sets (for
+// PerClient, this Client's): the new rate starts with all its permits. With KeepAlive 0 the limiter
+// keeps any expiry it had (Redisson's rule). A name that holds something else is refused with Redis's
+// WRONGTYPE error and left unchanged.
+func (l *Limiter) SetRate(ctx context.Context, cfg Config) error {
+	_, err := l.set(ctx, cfg, "0")
+	return err
+}
+
+func (l *Limiter) set(ctx context.Context, cfg Config, only string) (int64, error) {
+	if ctx == nil {
+		return 0, core.Invalid(kind, l.name, "nil context")
+	}
+	if msg := cfg.check(); msg != "" {
+		return 0, core.Invalid(kind, l.name, "%s", msg)
+	}
+	args := []string{
+		strconv.FormatInt(cfg.Rate, 10),
+		strconv.FormatInt(cfg.Interval.Milliseconds(), 10),
+		strconv.Itoa(int(cfg.Type)),
+		strconv.FormatInt(cfg.KeepAlive.Milliseconds(), 10),
+		only,
+	}
+	n, err := l.c.Run(ctx, setScript, l.keys[:], args).AsInt64()
+	if err != nil {
+		return 0, core.Errorf(kind, l.name, err)
+	}
+	return n, nil
+}
+
+// Config returns the limiter's rate; redisync.ErrNotInitialized when none is set.
+func (l *Limiter) Config(ctx context.Context) (Config, error) {
+	cfg, _, err := l.state(ctx)
+	return cfg, err
+}
+
+// Available returns how many permits an acquisition could take now (for PerClient, this Client's);
+// the whole rate when the window holds no grant. redisync.ErrNotInitialized when no rate is set. It
+// changes nothing in Redis.
+func (l *Limiter) Available(ctx context.Context) (int64, error) {
+	_, n, err := l.state(ctx)
+	return n, err
+}
+
+func (l *Limiter) state(ctx context.Context) (Config, int64, error) {
+	if ctx == nil {
+		return Config{}, 0, core.Invalid(kind, l.name, "nil context")
+	}
+	res, err := l.c.Run(ctx, stateScript, l.keys[:], nil).AsIntSlice()
+	switch {
+	case err != nil:
+		return Config{}, 0, core.Errorf(kind, l.name, err)
+	case len(res) == 0:
+		return Config{}, 0, core.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set", core.ErrNotInitialized))
+	case len(res) != 5:
+		return Config{}, 0, core.Errorf(kind, l.name, fmt.Errorf("unexpected reply %v", res))
+	}
+	cfg := Config{
+		Rate:      res[0],
+		Interval:  time.Duration(res[1]) * time.Millisecond,
+		Type:      Type(res[2]),
+		KeepAlive: time.Duration(res[3]) * time.Millisecond,
+	}
+	return cfg, res[4], nil
+}
+
+// Delete removes the limiter: its rate, the Overall window and this Client's PerClient window
+// (Redisson's delete; other clients' PerClient windows stay until they expire, if they do). It
+// reports whether a rate was set. A name that holds something else is refused with Redis's WRONGTYPE
+// error and left in place.
+func (l *Limiter) Delete(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(kind, l.name, "nil context")
+	}
+	n, err := l.c.Run(ctx, deleteScript, l.keys[:], nil).AsInt64()
+	if err != nil {
+		return false, core.Errorf(kind, l.name, err)
+	}
+	return n == 1, nil
+}
