@@ -75,9 +75,9 @@ type state struct {
 type holderState struct {
 	Owner  string      `json:"owner"`
 	Who    *holderInfo `json:"who,omitempty"` // the redisync process that holds, as it registered
-	Count  int64   `json:"count"`
-	Write  bool    `json:"write,omitempty"`     // read-write lock: the writer
-	Leases []int64 `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+	Count  int64       `json:"count"`
+	Write  bool        `json:"write,omitempty"`     // read-write lock: the writer
+	Leases []int64     `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
 }
 
 type waiter struct {
@@ -88,8 +88,8 @@ type waiter struct {
 type permit struct {
 	ID      string      `json:"id"`
 	Who     *holderInfo `json:"who,omitempty"`
-	Never   bool   `json:"never_expires,omitempty"`
-	Expires int64  `json:"expires_in_ms,omitempty"`
+	Never   bool        `json:"never_expires,omitempty"`
+	Expires int64       `json:"expires_in_ms,omitempty"`
 }
 
 // neverExpires is the score of a permit without lease (Redisson's value).
