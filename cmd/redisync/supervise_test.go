@@ -233,7 +233,8 @@ func TestTerminalCtrlCOnce(t *testing.T) {
 	started, record := filepath.Join(dir, "started"), filepath.Join(dir, "record")
 	term := openPTY(t)
 	p := tool(t, tg.Addrs[0], "lock", "tty-once", "--", "sh", "-c",
-		`trap 'echo INT >> "$1"' INT; trap 'echo TERM >> "$1"; exit 5' TERM; touch "$0"; while :; do sleep 0.02; done`, started, record)
+		// The trap runs as soon as "wait" is interrupted: a second SIGINT would not merge into the first.
+		`trap 'echo INT >> "$1"' INT; trap 'echo TERM >> "$1"; exit 5' TERM; touch "$0"; while :; do sleep 0.05 & wait $!; done`, started, record)
 	term.attach(p.cmd)
 	p.start()
 	waitFor(t, 10*time.Second, "COMMAND started", func() bool { _, err := os.Stat(started); return err == nil })
