@@ -100,8 +100,7 @@ func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []s
 func release(c *redisync.Client, h holder, held context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(held), releaseTimeout)
 	defer cancel()
-	rdb := c.Redis()
-	if err := rdb.Do(ctx, rdb.B().Ping().Build()).NonRedisError(); err != nil {
+	if err := reachable(ctx, c); err != nil {
 		return fmt.Errorf("Redis is unreachable: %w", err)
 	}
 	done := make(chan error, 1)
@@ -119,11 +118,25 @@ func release(c *redisync.Client, h holder, held context.Context) error {
 func redisState(c *redisync.Client) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	rdb := c.Redis()
-	if err := rdb.Do(ctx, rdb.B().Ping().Build()).Error(); err != nil {
+	if err := reachable(ctx, c); err != nil {
 		return " (Redis: " + explain(err) + ")"
 	}
 	return ""
+}
+
+// reachable pings Redis, twice when the first fails: a connection that broke answers EOF first,
+// and the second try names the cause (connection refused, no route to host).
+func reachable(ctx context.Context, c *redisync.Client) error {
+	rdb := c.Redis()
+	err := rdb.Do(ctx, rdb.B().Ping().Build()).NonRedisError()
+	if err != nil {
+		if err2 := rdb.Do(ctx, rdb.B().Ping().Build()).NonRedisError(); err2 != nil {
+			err = err2
+		} else {
+			err = nil
+		}
+	}
+	return err
 }
 
 // redisError reports an error from Redis and returns its status (see statusOf).
