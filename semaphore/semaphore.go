@@ -40,7 +40,7 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("semaphore_acquire.lua")
+	acquireScript = lua.Load("wake_records.lua", "semaphore_acquire.lua")
 	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_add.lua")
 	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
