@@ -212,7 +212,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 			// Another goroutine of the owner that still waits keeps the owner's place.
 			queued := l.c.Notifier().Waiting(l.channel+":"+field) == 0
 			if tag := a.args[7]; queued || tag != "" {
-				l.leave(ctx, field, tag, queued)
+				l.c.Leave(func() { l.leave(ctx, field, tag, queued) })
 			}
 		}
 		return nil, core.Errorf(kind, l.name, err)
@@ -352,8 +352,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Llen().Key(l.queueKey).Build()).AsInt64()
+	n, err := l.c.Query(ctx, l.c.RDB().B().Llen().Key(l.queueKey).Build()).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(kind, l.name, err)
 	}

@@ -174,7 +174,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	})
 	if err != nil {
 		if member := a.args[8]; member != "" {
-			l.forget(ctx, field, member)
+			l.c.Leave(func() { l.forget(ctx, field, member) })
 		}
 		return nil, core.Errorf(kind, l.name, err)
 	}

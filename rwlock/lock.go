@@ -134,7 +134,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 			// A writer that gives up must stop keeping readers out at once. Should this fail too,
 			// the announcement lapses by itself.
 			keys := []string{l.writersKey, l.channel}
-			l.c.Run(context.WithoutCancel(ctx), withdrawScript, keys, []string{field, l.c.Publish()})
+			l.c.Leave(func() { l.c.Run(context.WithoutCancel(ctx), withdrawScript, keys, []string{field, l.c.Publish()}) })
 		}
 		return nil, core.Errorf(l.kind(), l.name, err)
 	}
@@ -281,8 +281,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // IsLocked reports whether anyone holds this side: for the read lock, whether the lock is in read
 // mode; for the write lock, whether a writer holds it (Redisson's isLocked of each side).
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	rdb := l.c.RDB()
-	mode, err := rdb.Do(ctx, rdb.B().Hget().Key(l.name).Field("mode").Build()).ToString()
+	mode, err := l.c.Query(ctx, l.c.RDB().B().Hget().Key(l.name).Field("mode").Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return false, nil
 	}
