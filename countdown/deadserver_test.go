@@ -12,25 +12,6 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// margin is what a call may take beyond the bound it promises, on a loaded machine: far below "never".
-const margin = 3 * time.Second
-
-// returnsWithin runs call and fails the test unless it returns within bound (plus margin); it
-// returns call's error and how long it took.
-func returnsWithin(t *testing.T, bound time.Duration, what string, call func() error) (time.Duration, error) {
-	t.Helper()
-	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- call() }()
-	select {
-	case err := <-done:
-		return time.Since(start), err
-	case <-time.After(bound + margin):
-		t.Fatalf("%s has not returned after %v, want within %v", what, time.Since(start), bound)
-		return 0, nil
-	}
-}
-
 // armed returns a latch of count 1 on a server of its own, and that server's target.
 func armed(t *testing.T, opts ...redisync.Option) (*testkit.Target, *redisync.Client, *Latch) {
 	t.Helper()
@@ -51,7 +32,7 @@ func TestLatchTryAwaitReturnsOnDeadServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const wait = 2 * time.Second
-	_, err := returnsWithin(t, wait+core.Overtime, "TryAwait(2s) on a killed server", func() error {
+	err := testkit.ReturnsWithin(t, time.Now(), wait+core.Overtime, "TryAwait(2s) on a killed server", func() error {
 		ok, err := l.TryAwait(context.Background(), wait)
 		if ok {
 			return errors.New("TryAwait reported the latch open")
@@ -67,12 +48,9 @@ func TestLatchTryAwaitReturnsOnDeadServer(t *testing.T) {
 func TestLatchTryAwaitReturnsOnStalledServer(t *testing.T) {
 	tg, _, l := armed(t)
 	s := tg.Servers[0]
-	if err := s.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Resume() })
+	testkit.Stall(t, s, "SIGSTOP")
 	const wait = 2 * time.Second
-	_, err := returnsWithin(t, wait+core.Overtime, "TryAwait(2s) on a stalled server", func() error {
+	err := testkit.ReturnsWithin(t, time.Now(), wait+core.Overtime, "TryAwait(2s) on a stalled server", func() error {
 		if ok, err := l.TryAwait(context.Background(), wait); ok || err != nil {
 			return fmt.Errorf("TryAwait = %v, %v; want false, nil", ok, err)
 		}
@@ -99,7 +77,7 @@ func TestLatchAwaitReturnsWhenServerDies(t *testing.T) {
 	if err := tg.Servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := returnsWithin(t, recheck+core.RetryBound, "Await on a server that died", func() error { return <-done })
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.RetryBound, "Await on a server that died", func() error { return <-done })
 	if err == nil {
 		t.Fatal("Await on a killed server returned no error")
 	}
@@ -117,12 +95,9 @@ func TestLatchCountReturnsOnDeadServer(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				if err := s.Pause(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Resume() })
+				testkit.Stall(t, s, "SIGSTOP")
 			}
-			_, err := returnsWithin(t, core.RetryBound, "Count", func() error {
+			err := testkit.ReturnsWithin(t, time.Now(), core.RetryBound, "Count", func() error {
 				_, err := l.Count(context.Background())
 				return err
 			})

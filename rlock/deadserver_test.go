@@ -9,51 +9,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
 )
-
-// margin is what a call may take beyond the bound it promises, on a loaded machine: far below "never".
-const margin = 3 * time.Second
-
-// returnsWithin runs call and fails the test unless it returns within bound (plus margin).
-func returnsWithin(t *testing.T, bound time.Duration, what string, call func() error) error {
-	t.Helper()
-	return returnsWithinOf(t, time.Now(), bound, what, call)
-}
-
-// returnsWithinOf is returnsWithin for a call that started at start.
-func returnsWithinOf(t *testing.T, start time.Time, bound time.Duration, what string, call func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- call() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(time.Until(start.Add(bound + margin))):
-		t.Fatalf("%s has not returned after %v, want within %v", what, time.Since(start), bound)
-		return nil
-	}
-}
-
-// stall stops s from answering, in one of two ways, and returns what ends it.
-func stall(t *testing.T, s *redistest.Server, how string) (resume func()) {
-	t.Helper()
-	switch how {
-	case "CLIENT PAUSE WRITE":
-		if _, err := s.Do("CLIENT", "PAUSE", "60000", "WRITE"); err != nil {
-			t.Fatal(err)
-		}
-		resume = func() { s.Do("CLIENT", "UNPAUSE") }
-	case "SIGSTOP":
-		if err := s.Pause(); err != nil {
-			t.Fatal(err)
-		}
-		resume = func() { s.Resume() }
-	}
-	t.Cleanup(resume)
-	return resume
-}
 
 // TestLockReturnsWhenServerDiesWhileSubscribing (issue item 4): a waiter whose channels cannot be
 // subscribed still tries at its recheck interval, and so learns that the server has died.
@@ -83,7 +40,7 @@ func TestLockReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := returnsWithin(t, recheck+core.Overtime, "Lock on a server that died", func() error { return <-done })
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.Overtime, "Lock on a server that died", func() error { return <-done })
 	if err == nil {
 		t.Fatal("Lock on a killed server acquired")
 	}
@@ -110,7 +67,7 @@ func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				stall(t, tg.Servers[0], fault)
+				testkit.Stall(t, tg.Servers[0], fault)
 			}
 			queries := map[string]func() error{
 				"IsLocked":  func() error { _, err := l.IsLocked(context.Background()); return err },
@@ -129,7 +86,7 @@ func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 				}()
 			}
 			for range queries {
-				if err := returnsWithin(t, core.RetryBound, "a query", func() error { return <-errs }); err != nil {
+				if err := testkit.ReturnsWithin(t, time.Now(), core.RetryBound, "a query", func() error { return <-errs }); err != nil {
 					t.Error(err)
 				}
 			}
@@ -141,7 +98,7 @@ func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 // its wait bound's, while the server does not answer, and gives back whatever it was still asking for.
 func TestParkedLockReturnsAtDeadline(t *testing.T) {
 	const deadline = 2 * time.Second
-	for _, how := range []string{"CLIENT PAUSE WRITE", "SIGSTOP"} {
+	for _, how := range testkit.Stalls {
 		for _, bound := range []string{"ctx", "wait"} {
 			t.Run(how+"/"+bound, func(t *testing.T) {
 				tg := testkit.Own(t)
@@ -162,8 +119,8 @@ func TestParkedLockReturnsAtDeadline(t *testing.T) {
 					done <- err
 				}()
 				oneWaiter(t, tg, "parked")
-				resume := stall(t, tg.Servers[0], how)
-				err := returnsWithinOf(t, start, deadline+2*core.Overtime, "a parked Lock", func() error { return <-done })
+				resume := testkit.Stall(t, tg.Servers[0], how)
+				err := testkit.ReturnsWithin(t, start, deadline+2*core.Overtime, "a parked Lock", func() error { return <-done })
 				want := error(redisync.ErrNotAcquired)
 				if bound == "ctx" {
 					want = context.DeadlineExceeded
