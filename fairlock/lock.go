@@ -166,7 +166,8 @@ func (l *Lock) Name() string { return l.name }
 // that carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work
 // done under the lock so that the work stops if the lock is lost.
 //
-// When ctx ends first, the waiter leaves the queue before Lock returns. When the Client is closed,
+// When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
+// Redis does not answer that within core.Overtime, a quarter second). When the Client is closed,
 // nothing more is sent: the place is passed over once its slot has passed, as a dead process's is.
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
 	return l.acquire(ctx, -1)
