@@ -166,7 +166,8 @@ func (l *Lock) Name() string { return l.name }
 // that carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work
 // done under the lock so that the work stops if the lock is lost.
 //
-// When ctx ends first, the waiter leaves the queue before Lock returns. When the Client is closed,
+// When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
+// Redis does not answer that within core.Overtime, a quarter second). When the Client is closed,
 // nothing more is sent: the place is passed over once its slot has passed, as a dead process's is.
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
 	return l.acquire(ctx, -1)
@@ -212,7 +213,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 			// Another goroutine of the owner that still waits keeps the owner's place.
 			queued := l.c.Notifier().Waiting(l.channel+":"+field) == 0
 			if tag := a.args[7]; queued || tag != "" {
-				l.leave(ctx, field, tag, queued)
+				l.c.Leave(func() { l.leave(ctx, field, tag, queued) })
 			}
 		}
 		return nil, core.Errorf(kind, l.name, err)
@@ -352,8 +353,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Llen().Key(l.queueKey).Build()).AsInt64()
+	n, err := l.c.Query(ctx, l.c.RDB().B().Llen().Key(l.queueKey).Build()).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(kind, l.name, err)
 	}

@@ -192,8 +192,8 @@ func (a *attempt) Renew() core.RenewSpec {
 
 // End forgets the record of a waiter that gave up.
 func (a *attempt) End(ctx, held context.Context, err error) context.Context {
-	if err != nil && a.args[argRecord] != "" {
-		a.p.forget(ctx, a.args[argField], a.args[argRecord])
+	if member := a.args[argRecord]; err != nil && member != "" {
+		a.p.c.Leave(func() { a.p.forget(ctx, a.args[argField], member) })
 	}
 	return held
 }

@@ -134,7 +134,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 			// A writer that gives up must stop keeping readers out at once. Should this fail too,
 			// the announcement lapses by itself.
 			keys := []string{l.writersKey, l.channel}
-			l.c.Run(context.WithoutCancel(ctx), withdrawScript, keys, []string{field, l.c.Publish()})
+			l.c.Leave(func() { l.c.Run(context.WithoutCancel(ctx), withdrawScript, keys, []string{field, l.c.Publish()}) })
 		}
 		return nil, core.Errorf(l.kind(), l.name, err)
 	}
@@ -283,9 +283,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // lock, whether a writer holds it; for the read lock, whether the lock is in read mode or its writer
 // also reads (downgrade under way).
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	rdb := l.c.RDB()
-	res := rdb.DoMulti(ctx, rdb.B().Hget().Key(l.name).Field("mode").Build(), rdb.B().Hlen().Key(l.name).Build())
-	mode, err := res[0].ToString()
+	mode, err := l.c.Query(ctx, l.c.RDB().B().Hget().Key(l.name).Field("mode").Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return false, nil
 	}
@@ -294,7 +292,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	}
 	if !l.writer && mode == "write" {
 		// The writer's field and the mode: anything beyond them is the writer's own read hold.
-		n, err := res[1].AsInt64()
+		n, err := l.c.Query(ctx, l.c.RDB().B().Hlen().Key(l.name).Build()).AsInt64()
 		if err != nil {
 			return false, core.Errorf(l.kind(), l.name, err)
 		}
