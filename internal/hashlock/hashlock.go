@@ -133,7 +133,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return l.C.Unlock(ctx, l.Kind, l.Name, l.Name, l.P.Field, l.P.Release)
 }
 
-// ForceUnlock frees the lock whoever holds it; this Client's holders lose it at once.
+// ForceUnlock frees the lock whoever holds it; when it was held, this Client's holders lose it at once.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(l.Kind, l.Name, "nil context")
@@ -142,7 +142,9 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, core.Errorf(l.Kind, l.Name, err)
 	}
-	l.C.LoseHolds(l.Name, fmt.Errorf("%w: forced unlock", core.ErrLost))
+	if held { // every hold on the name went with the hash
+		l.C.LoseHolds(l.Name, fmt.Errorf("%w: forced unlock", core.ErrLost))
+	}
 	return held, nil
 }
 
