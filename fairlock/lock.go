@@ -271,14 +271,7 @@ func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, e
 	copy(keys[:], p.keys[:])
 	keys[keyLatch] = p.c.RequestKey(p.latch)
 	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub()}
-	n, err := p.c.Run(ctx, releaseScript, keys[:], args).AsInt64()
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, core.ErrNotHeld
-	}
-	return n, nil
+	return hashlock.ReadRelease(p.c.Run(ctx, releaseScript, keys[:], args))
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of the queue. It

@@ -241,14 +241,7 @@ func (s *side) Release(ctx context.Context, owner int64, field string) (int64, e
 	if s.writer {
 		script, args = writeReleaseScript, append(args, s.leaseMs)
 	}
-	n, err := s.c.Run(ctx, script, keys[:], args).AsInt64()
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, core.ErrNotHeld
-	}
-	return n, nil
+	return hashlock.ReadRelease(s.c.Run(ctx, script, keys[:], args))
 }
 
 // ForceUnlock frees the lock whoever holds it, if it is held in this side's mode (a read lock's

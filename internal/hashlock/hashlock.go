@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redisync/redisync/internal/core"
 )
 
@@ -208,3 +210,16 @@ func (g *Grant) Claim(payload string) bool {
 
 // Token returns the fencing token of the acquisition.
 func (g *Grant) Token() int64 { return g.Tok }
+
+// ReadRelease reads a release script's reply: the holds the owner keeps, or -1 when it held nothing
+// (core.ErrNotHeld).
+func ReadRelease(reply rueidis.RedisResult) (int64, error) {
+	n, err := reply.AsInt64()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, core.ErrNotHeld
+	}
+	return n, nil
+}
