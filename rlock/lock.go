@@ -89,32 +89,34 @@ type protocol struct {
 }
 
 // Option configures a Lock.
-type Option func(*hashlock.Options)
+type Option func(*options)
+
+type options struct{ hashlock.Options }
 
 // WithLease gives every acquisition a fixed lease: the lock frees itself after d unless unlocked
 // before, with no renewal, and the ctx Lock returns has the lease's end (less 1% + 2 ms for clock
 // drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the lock while it is
 // held and lets it expire within the watchdog timeout when the process dies.
-func WithLease(d time.Duration) Option { return func(o *hashlock.Options) { o.Lease = d } }
+func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
 // NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and
 // its hold is unchanged.
-func NonReentrant() Option { return func(o *hashlock.Options) { o.NonReentrant = true } }
+func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 
 // WithFencing makes every acquisition, re-entry included, take a fencing token from a counter in
 // Redis (Redisson's RFencedLock layout): a number that grows with each acquisition, which a store can
 // use to reject writes from a holder that has been overtaken. Read it with Token. The counter is a
 // key without expiry, one per lock name.
-func WithFencing() Option { return func(o *hashlock.Options) { o.Fenced = true } }
+func WithFencing() Option { return func(o *options) { o.Fenced = true } }
 
 // New returns the lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
-	var o hashlock.Options
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	p := &protocol{c: (*core.Client)(c)}
-	h, err := hashlock.New(p.c, kind, name, o, p)
+	h, err := hashlock.New(p.c, kind, name, o.Options, p)
 	if err != nil {
 		return nil, err
 	}
