@@ -50,7 +50,7 @@ func WithRecheckInterval(d time.Duration) Option {
 // slog.Default()): at Warn, a hold lost without Unlock (renewal found it gone or could not reach the
 // server in time, Unlock found it gone, a forced unlock), a failed renewal round, and a hold whose
 // ctx was dropped without Unlock; at Info, the notifier subscribing again after losing its
-// connection. Close, and what the caller is told by an error, are not logged.
+// connection. Close is not logged.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *core.Config) { c.Logger = l }
 }
