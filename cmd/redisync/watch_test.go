@@ -85,6 +85,7 @@ func TestInspectWatch(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("\n%s", out.String())
 	testkit.Do(t, rdb, "DEL", "redisson_lock_token:{watch-lock}")
 }
 
