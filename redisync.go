@@ -46,8 +46,11 @@ func WithRecheckInterval(d time.Duration) Option {
 	return func(c *core.Config) { c.Recheck = d }
 }
 
-// WithLogger sets where the Client reports what would otherwise pass silently, such as a hold whose
-// ctx was dropped without Unlock (default: slog.Default()).
+// WithLogger sets where the Client reports what would otherwise pass silently (default:
+// slog.Default()): at Warn, a hold lost without Unlock (renewal found it gone or could not reach the
+// server in time, Unlock found it gone, a forced unlock), a failed renewal round, and a hold whose
+// ctx was dropped without Unlock; at Info, the notifier subscribing again after losing its
+// connection. Close is not logged.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *core.Config) { c.Logger = l }
 }

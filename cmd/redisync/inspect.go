@@ -17,7 +17,7 @@ import (
 	"github.com/redisync/redisync/internal/core"
 )
 
-const inspectHeader = `Usage: redisync inspect [--json] NAME
+const inspectHeader = `Usage: redisync inspect [--json] [--watch [--interval D]] NAME
 
 Shows what Redis holds under NAME, read without changing anything (only TYPE, HGETALL, GET, PTTL,
 LRANGE, ZRANGE, EXISTS, TIME, PUBSUB NUMSUB and, for other keys, their length are sent): which primitive it is, its holders and
@@ -102,6 +102,8 @@ const neverExpires = 922337203685477
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("inspect", inspectHeader, inspectFooter, stdout, stderr)
 	asJSON := cmd.fs.Bool("json", false, "print JSON (times in milliseconds, relative to the server's clock)")
+	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, queue, counts or the fencing token change (one JSON object a line with --json)")
+	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads")
 	var conn connFlags
 	conn.register(cmd.fs)
 	pos, _, _, code := cmd.parse(args, 0)
@@ -121,6 +123,9 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer rdb.Close()
+	if *watching {
+		return watchInspect(rdb, pos[0], *asJSON, max(*interval, 10*time.Millisecond), stdout, stderr)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := inspect(ctx, rdb, pos[0])

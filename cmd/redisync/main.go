@@ -8,6 +8,7 @@
 //	redisync latch NAME set N | countdown | count | await [--wait DURATION]
 //	redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
 //	redisync inspect [--json] NAME
+//	redisync list [--json] [PATTERN]
 //
 // Every subcommand takes --help. The locks and permits it takes keep Redisson's layout in Redis, so a
 // shell script and a Java service can exclude each other on the same name.
@@ -43,6 +44,7 @@ Usage:
   redisync latch NAME set N | countdown | count | await    a countdown latch
   redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND  run COMMAND once a rate limiter allows it
   redisync inspect [--json] NAME                           what Redis holds under NAME, read-only
+  redisync list [--json] [PATTERN]                         the locks, semaphores, ... in Redis (SCAN)
 
 Connection (every subcommand): --addr host:port[,host:port...] (several = cluster),
 --sentinel MASTER (then --addr lists the sentinels); default $REDISYNC_ADDR, else 127.0.0.1:6379.
@@ -79,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLatch(rest, stdout, stderr)
 	case "inspect":
 		return cmdInspect(rest, stdout, stderr)
+	case "list":
+		return cmdList(rest, stdout, stderr)
 	case "rate":
 		return cmdRate(rest, stdout, stderr)
 	case "version", "-version", "--version":
