@@ -12,29 +12,43 @@ import (
 // Client is the connection to Redis that every primitive of this module is built on: one rueidis
 // client, a random UUID that identifies this client in the owner fields it writes, one Pub/Sub
 // notifier and one lease watchdog. It is safe for concurrent use; one per process is usually right.
-type Client core.Client
+// Make one with New or Wrap.
+type Client struct{ c *core.Client }
+
+// The sub-packages reach the machinery behind a Client through core.Of.
+func init() {
+	core.SetUnwrap(func(c any) *core.Client {
+		if c := c.(*Client); c != nil {
+			return c.c
+		}
+		return nil
+	})
+}
 
 // Option configures a Client.
-type Option func(*core.Config)
+type Option func(*options)
+
+// options is what an Option sets: the Config of the Client's machinery.
+type options core.Config
 
 // WithWatchdogTimeout sets the TTL of locks held without a fixed lease (default 30 s, as Redisson's
 // lockWatchdogTimeout). The watchdog renews them every third of it; a process that dies lets its locks
 // go after at most this long.
 func WithWatchdogTimeout(d time.Duration) Option {
-	return func(c *core.Config) { c.WatchdogTimeout = d }
+	return func(c *options) { c.WatchdogTimeout = d }
 }
 
 // WithRecheckInterval bounds how long a waiter relies on release notifications alone before it tries
 // again (default 5 s). A waiter also tries again when the holder's lease may have ended, so this only
 // matters when a notification is lost and the holder's lease is long or unknown.
 func WithRecheckInterval(d time.Duration) Option {
-	return func(c *core.Config) { c.Recheck = d }
+	return func(c *options) { c.Recheck = d }
 }
 
 // WithLogger sets where the Client reports what would otherwise pass silently, such as a hold whose
 // ctx was dropped without Unlock (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option {
-	return func(c *core.Config) { c.Logger = l }
+	return func(c *options) { c.Logger = l }
 }
 
 // AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
@@ -52,7 +66,7 @@ const AllReplicas = core.AllReplicas
 // matching ErrNotReplicated; a renewal that is not acknowledged does not extend the lease. Each
 // acquisition costs up to timeout more while replicas lag.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
-	return func(c *core.Config) { c.ReplicaAck, c.ReplicaAckTimeout = replicas, timeout }
+	return func(c *options) { c.ReplicaAck, c.ReplicaAckTimeout = replicas, timeout }
 }
 
 // New connects to Redis with rueidis options: one address for a standalone server, several (or one
@@ -108,7 +122,7 @@ func stallBound(opt rueidis.ClientOption) time.Duration {
 func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option) (*Client, error) {
 	cfg := core.Config{StallBound: stall}
 	for _, o := range opts {
-		o(&cfg)
+		o((*options)(&cfg))
 	}
 	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
 		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
@@ -128,17 +142,17 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 	if err != nil {
 		return nil, err
 	}
-	return (*Client)(c), nil
+	return &Client{c}, nil
 }
 
 // Close stops the watchdog and the notifier (and closes the connection if New opened it). It releases
 // nothing: locks still held stop being renewed and expire within one watchdog timeout, or at the end
 // of their fixed lease, and the contexts of their holders end with ErrClosed. Waiters return
 // ErrClosed. Unlock before Close to release at once.
-func (c *Client) Close() error { return (*core.Client)(c).Close() }
+func (c *Client) Close() error { return c.c.Close() }
 
 // ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
-func (c *Client) ID() string { return (*core.Client)(c).ID() }
+func (c *Client) ID() string { return c.c.ID() }
 
 // Redis returns the underlying rueidis client.
-func (c *Client) Redis() rueidis.Client { return (*core.Client)(c).RDB() }
+func (c *Client) Redis() rueidis.Client { return c.c.RDB() }

@@ -116,7 +116,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	l := &Lock{c: (*core.Client)(c), name: name, reentrant: true}
+	l := &Lock{c: core.Of(c), name: name, reentrant: true}
 	for _, o := range opts {
 		o(l)
 	}

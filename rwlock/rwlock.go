@@ -105,7 +105,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	if cfg.lease > 0 && cfg.lease < time.Millisecond {
 		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", cfg.lease)
 	}
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	lease := cfg.lease
 	if lease == 0 {
 		lease = cc.Config().WatchdogTimeout
