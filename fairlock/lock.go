@@ -28,8 +28,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/internal/testkit"
-	"github.com/redisync/redisync/pubsub"
 )
 
 // A try that acquired but reports an error (a write the replicas did not acknowledge) is given back
