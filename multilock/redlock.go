@@ -287,7 +287,7 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 // which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
 // joined with the cause.
 func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return do(ctx, r.Lock, r.Unlock, fn)
+	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }
 
 func (r *RedLock) err(err error) error { return core.Errorf(redKind, r.name, err) }
