@@ -40,7 +40,7 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("semaphore_acquire.lua")
+	acquireScript = lua.Load("wake_records.lua", "semaphore_acquire.lua")
 	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_add.lua")
 	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
@@ -190,7 +190,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	}
 	if _, err := s.c.Acquire(ctx, wait, w); err != nil {
 		if member := a.args[2]; member != "" {
-			s.forget(ctx, member)
+			s.c.Leave(func() { s.forget(ctx, member) })
 		}
 		return core.Errorf(kind, s.name, err)
 	}
@@ -343,8 +343,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if ctx == nil {
 		return 0, core.Invalid(kind, s.name, "nil context")
 	}
-	rdb := s.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Get().Key(s.name).Build()).AsInt64()
+	n, err := s.c.Query(ctx, s.c.RDB().B().Get().Key(s.name).Build()).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return 0, core.Errorf(kind, s.name, err)
 	}
