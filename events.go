@@ -58,7 +58,7 @@ type Event struct {
 // must not block, nor call back into the Client; a metrics counter or a non-blocking send is right.
 // f may be called concurrently. Without WithEvents nothing is measured and nothing is allocated.
 func WithEvents(f func(Event)) Option {
-	return func(c *core.Config) {
+	return func(c *options) {
 		if f == nil {
 			c.Events = nil
 			return

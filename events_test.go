@@ -239,7 +239,7 @@ func TestEventsReconnected(t *testing.T) {
 		c := tg.Client(t, append(r.options(), slow)...)
 		waiter := newLock(t, c, "events-reconnect")
 		got := testkit.Background(func() (context.Context, error) { return waiter.Lock(context.Background()) })
-		n, channel := (*core.Client)(c).Notifier(), "redisson_lock__channel:{events-reconnect}"
+		n, channel := core.Of(c).Notifier(), "redisson_lock__channel:{events-reconnect}"
 		testkit.Eventually(t, 10*time.Second, func() error {
 			if n.Waiting(channel) == 0 || !n.Subscribed(channel) {
 				return errors.New("no waiter parked on " + channel)

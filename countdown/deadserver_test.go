@@ -69,7 +69,7 @@ func TestLatchAwaitReturnsWhenServerDies(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.Await(context.Background()) }()
 	testkit.Eventually(t, 5*time.Second, func() error {
-		if !(*core.Client)(c).Notifier().Subscribed(l.channel) {
+		if !core.Of(c).Notifier().Subscribed(l.channel) {
 			return errors.New("the waiter's channel is not subscribed")
 		}
 		return nil

@@ -28,8 +28,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
@@ -56,7 +56,7 @@ func New(c *redisync.Client, name string) (*Latch, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	return &Latch{c: (*core.Client)(c), name: name, channel: channel(name)}, nil
+	return &Latch{c: core.Of(c), name: name, channel: channel(name)}, nil
 }
 
 // channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}", unless

@@ -30,8 +30,8 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/hashlock"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
@@ -135,7 +135,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &protocol{c: (*core.Client)(c)}
+	p := &protocol{c: core.Of(c)}
 	h, err := hashlock.New(p.c, kind, name, o.Options, p)
 	if err != nil {
 		return nil, err

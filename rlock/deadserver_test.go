@@ -32,7 +32,7 @@ func TestLockReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 		done <- err
 	}()
 	testkit.Eventually(t, 5*time.Second, func() error {
-		if n := (*core.Client)(c).Notifier().Waiters(); n == 0 {
+		if n := core.Of(c).Notifier().Waiters(); n == 0 {
 			return errors.New("the waiter does not listen yet")
 		}
 		return nil

@@ -326,7 +326,7 @@ func TestWatchdogFindsLockGone(t *testing.T) {
 // parked waits until a goroutine of c waits for a release of lock name, its channel subscribed.
 func parked(t *testing.T, c *redisync.Client, name string) {
 	t.Helper()
-	n, channel := (*core.Client)(c).Notifier(), "redisson_lock__channel:{"+name+"}"
+	n, channel := core.Of(c).Notifier(), "redisson_lock__channel:{"+name+"}"
 	testkit.Eventually(t, 10*time.Second, func() error {
 		if n.Waiting(channel) == 0 || !n.Subscribed(channel) {
 			return errors.New("no waiter parked on " + channel)

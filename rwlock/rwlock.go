@@ -93,7 +93,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	rw := &RWLock{}
 	for _, l := range []*Lock{&rw.read, &rw.write} {
 		s := &side{c: cc, writer: l == &rw.write, name: name, policy: hashlock.Flag(o.preferWrite), mode: "read"}

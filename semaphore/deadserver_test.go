@@ -27,7 +27,7 @@ func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sem.Acquire(context.Background(), 1) }()
 	testkit.Eventually(t, 5*time.Second, func() error {
-		if n := (*core.Client)(c).Notifier().Waiters(); n == 0 {
+		if n := core.Of(c).Notifier().Waiters(); n == 0 {
 			return errors.New("the waiter does not listen yet")
 		}
 		return nil

@@ -64,7 +64,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 	if name == "" {
 		return nil, core.Invalid(expirableKind, name, "empty name")
 	}
-	e := &Expirable{c: (*core.Client)(c), name: name}
+	e := &Expirable{c: core.Of(c), name: name}
 	for _, o := range opts {
 		o(e)
 	}

@@ -35,8 +35,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
@@ -81,7 +81,7 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	s := &Semaphore{c: (*core.Client)(c), name: name, channel: channel(name), windowMs: "0"}
+	s := &Semaphore{c: core.Of(c), name: name, channel: channel(name), windowMs: "0"}
 	side := core.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
 		"redisync_semaphore__wake", "redisync_semaphore_grants")
 	s.keys = [6]string{name, s.channel, side[0], side[1], side[2] + ":", side[3]}

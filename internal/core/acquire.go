@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/pubsub"
 )
 
 // Attempt is one try at acquiring. It reports success, or how long the current holder may keep the

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/pubsub"
 )
 
 // Defaults shared by every primitive.

@@ -212,7 +212,7 @@ func (n *Notifier) Waiters() int {
 	return total
 }
 
-// Waiting returns how many waiters wait on channel (for tests and benchmarks).
+// Waiting returns how many waiters wait on channel.
 func (n *Notifier) Waiting(name string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
