@@ -224,6 +224,13 @@ func TestEventsRenewalFailed(t *testing.T) {
 	if err := tg.Servers[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
+	// The hold's ctx is kept to the end, as a holder keeps it for Unlock: dropped, and only its Done
+	// channel waited on, it would be an abandoned hold, no longer renewed.
+	// Unlock then clears what may be left of it in Redis (the key may outlive the client's reckoning
+	// by the drift allowance).
+	if err := l.Unlock(held); err != nil && !errors.Is(err, redisync.ErrNotHeld) {
+		t.Fatalf("Unlock of the lost hold = %v", err)
+	}
 }
 
 // Killing the notifier's connection while a waiter waits is reported once it has subscribed again,

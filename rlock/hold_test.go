@@ -221,33 +221,34 @@ func TestInProcessWaitBounds(t *testing.T) {
 // A hold whose ctx is dropped without Unlock stops being renewed, so that the lock expires, and the
 // Client says so.
 func TestForgottenHoldStopsRenewing(t *testing.T) {
-	tg := testkit.Standalone(t)
-	var logs syncBuffer
-	c := tg.Client(t, redisync.WithWatchdogTimeout(time.Second),
-		redisync.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	l := newLock(t, c, "forgotten")
-	func() {
-		if _, err := l.Lock(context.Background()); err != nil {
-			t.Fatal(err)
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		var logs syncBuffer
+		c := tg.Client(t, redisync.WithWatchdogTimeout(time.Second),
+			redisync.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		l := newLock(t, c, "forgotten")
+		func() {
+			if _, err := l.Lock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}() // the hold's ctx is dropped here
+		cc := core.Of(c)
+		testkit.Eventually(t, 20*time.Second, func() error {
+			runtime.GC()
+			if n := cc.Renewals(); n != 0 {
+				return fmt.Errorf("%d holds still renewed", n)
+			}
+			return nil
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if locked, err := l.IsLocked(context.Background()); err != nil || locked {
+				return fmt.Errorf("the forgotten lock is still held (%v)", err)
+			}
+			return nil
+		})
+		if !bytes.Contains(logs.Bytes(), []byte("without Unlock")) || !bytes.Contains(logs.Bytes(), []byte("forgotten")) {
+			t.Fatalf("the Client did not report the forgotten hold; log: %q", logs.Bytes())
 		}
-	}() // the hold's ctx is dropped here
-	cc := core.Of(c)
-	testkit.Eventually(t, 20*time.Second, func() error {
-		runtime.GC()
-		if n := cc.Renewals(); n != 0 {
-			return fmt.Errorf("%d holds still renewed", n)
-		}
-		return nil
 	})
-	testkit.Eventually(t, 10*time.Second, func() error {
-		if locked, err := l.IsLocked(context.Background()); err != nil || locked {
-			return fmt.Errorf("the forgotten lock is still held (%v)", err)
-		}
-		return nil
-	})
-	if !bytes.Contains(logs.Bytes(), []byte("without Unlock")) || !bytes.Contains(logs.Bytes(), []byte("forgotten")) {
-		t.Fatalf("the Client did not report the forgotten hold; log: %q", logs.Bytes())
-	}
 }
 
 type syncBuffer struct {
