@@ -116,6 +116,7 @@ func TestCrashedReaderAgesOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		liveLock := mustNew(t, live, "aging")
+		aliveSent := time.Now()
 		alive, err := liveLock.ReadLock().Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -135,13 +136,17 @@ func TestCrashedReaderAgesOut(t *testing.T) {
 		}()
 
 		// The dead reader's lease ends, although the live reader keeps renewing its own.
-		testkit.Eventually(t, 5*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			if num(t, rdb, "EXISTS", deadKey) != 0 {
 				return errors.New("the crashed reader's lease is still there")
 			}
 			return nil
 		})
-		time.Sleep(1500 * time.Millisecond) // one and a half watchdog timeouts more
+		// The live reader's lease is renewed on, past the end of its first one.
+		testkit.AwaitRenewals(t, rdb, aliveKey, 2)
+		for time.Since(aliveSent) < time.Second {
+			testkit.AwaitRenewals(t, rdb, aliveKey, 1)
+		}
 		if num(t, rdb, "EXISTS", aliveKey) != 1 || alive.Err() != nil {
 			t.Fatalf("the live reader lost its lease: ctx %v", context.Cause(alive))
 		}
@@ -234,10 +239,12 @@ func TestWatchdog(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		ctx := context.Background()
 		rdb := tg.Redis(t)
-		c := tg.Client(t, redisync.WithWatchdogTimeout(time.Second))
+		const timeout = time.Second
+		c := tg.Client(t, redisync.WithWatchdogTimeout(timeout))
 		cc := (*core.Client)(c)
 		rw := mustNew(t, c, "watched")
 
+		sent := time.Now()
 		w, err := rw.WriteLock().Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -249,12 +256,19 @@ func TestWatchdog(t *testing.T) {
 		if n := cc.Renewals(); n != 2 {
 			t.Fatalf("%d renewals, want 2 (the write hold and the read hold)", n)
 		}
-		time.Sleep(2500 * time.Millisecond) // two and a half TTLs
+		// Both holds are renewed, past the end of their first leases, which the client reckons from
+		// before the acquisitions were sent.
+		lease := leaseKey("watched", owner(t, c, r), 1)
+		testkit.AwaitRenewals(t, rdb, "watched", 2)
+		testkit.AwaitRenewals(t, rdb, lease, 2)
+		for time.Since(sent) < timeout {
+			testkit.AwaitRenewals(t, rdb, lease, 1)
+		}
 		if w.Err() != nil || r.Err() != nil {
 			t.Fatalf("holds lost under the watchdog: write %v, read %v", context.Cause(w), context.Cause(r))
 		}
-		if ms := num(t, rdb, "PTTL", leaseKey("watched", owner(t, c, r), 1)); ms <= 0 {
-			t.Fatalf("read lease key PTTL %d after 2.5 TTLs", ms)
+		if ms := num(t, rdb, "PTTL", lease); ms <= 0 || ms > timeout.Milliseconds() {
+			t.Fatalf("read lease key PTTL %d after renewals, want in (0, %d]", ms, timeout.Milliseconds())
 		}
 		if err := rw.WriteLock().Unlock(w); err != nil {
 			t.Fatal(err)
