@@ -190,10 +190,12 @@ func TestFixedLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, ok := r.Deadline(); !ok || time.Until(d) > 500*time.Millisecond {
+		d, ok := r.Deadline()
+		if !ok || time.Until(d) > 500*time.Millisecond {
 			t.Fatalf("read ctx deadline %v, %v; want within the lease", d, ok)
 		}
-		if ms := num(t, rdb, "PTTL", leaseKey("leased", owner(t, c, r), 1)); ms <= 0 || ms > 500 {
+		// A busy machine may read the PTTL after the lease: the hold's own deadline has passed then.
+		if ms := num(t, rdb, "PTTL", leaseKey("leased", owner(t, c, r), 1)); (ms <= 0 && !time.Now().After(d)) || ms > 500 {
 			t.Fatalf("read lease key PTTL %d, want (0, 500]", ms)
 		}
 		if n := (*core.Client)(c).Renewals(); n != 0 {
