@@ -192,7 +192,7 @@ func TestMultiLockLostSubLockEndsHold(t *testing.T) {
 		t.Fatalf("cause %v, want ErrLost", cause)
 	}
 	// The other two are given back without waiting for Unlock.
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[0], names3[0]) || exists(t, servers[2], names3[2]) {
 			return errors.New("sub-locks still held after the hold was lost")
 		}
@@ -222,7 +222,7 @@ func TestMultiLockLeaseIsEarliestSubLease(t *testing.T) {
 	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", cause)
 	}
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[1], names3[1]) {
 			return errors.New("the lock with the longer lease was not given back")
 		}

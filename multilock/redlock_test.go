@@ -245,7 +245,7 @@ func TestRedLockLostWithMajority(t *testing.T) {
 	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", cause)
 	}
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[2], name) {
 			return errors.New("the remaining sub-lock was not given back")
 		}
@@ -276,7 +276,7 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 			events <- m.Message
 		})
 	}()
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if out, _ := late.Do("PUBSUB", "NUMSUB", "__keyspace@0__:"+name); !strings.HasSuffix(out, "1") {
 			return errors.New("keyspace subscription not ready")
 		}
