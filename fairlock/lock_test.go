@@ -224,12 +224,12 @@ func TestWatchdogRenewsAndStops(t *testing.T) {
 		rdb := tg.Redis(t)
 		c := tg.Client(t, redisync.WithWatchdogTimeout(timeout))
 		l := newLock(t, c, name(t))
-		sent := time.Now()
 		held := mustLock(t, l, context.Background())
-		// Renewals push the key's expiry on, past the end of the first lease, which the client reckons
-		// from before the acquisition was sent.
+		acquired := time.Now()
+		// Renewals push the key's expiry on, past the end of the first lease (which the client counts
+		// from when the acquisition was sent, before Lock returned).
 		testkit.AwaitRenewals(t, rdb, l.Name(), 2)
-		for time.Since(sent) < timeout {
+		for time.Since(acquired) < timeout {
 			testkit.AwaitRenewals(t, rdb, l.Name(), 1)
 		}
 		if held.Err() != nil {

@@ -116,11 +116,11 @@ func TestCrashedReaderAgesOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		liveLock := mustNew(t, live, "aging")
-		aliveSent := time.Now()
 		alive, err := liveLock.ReadLock().Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		aliveAcquired := time.Now()
 		deadKey := leaseKey("aging", owner(t, crashed, dead), 1)
 		aliveKey := leaseKey("aging", owner(t, live, alive), 1)
 		crashed.Close() // gone without unlocking
@@ -144,7 +144,7 @@ func TestCrashedReaderAgesOut(t *testing.T) {
 		})
 		// The live reader's lease is renewed on, past the end of its first one.
 		testkit.AwaitRenewals(t, rdb, aliveKey, 2)
-		for time.Since(aliveSent) < time.Second {
+		for time.Since(aliveAcquired) < time.Second {
 			testkit.AwaitRenewals(t, rdb, aliveKey, 1)
 		}
 		if num(t, rdb, "EXISTS", aliveKey) != 1 || alive.Err() != nil {
@@ -246,7 +246,6 @@ func TestWatchdog(t *testing.T) {
 		cc := (*core.Client)(c)
 		rw := mustNew(t, c, "watched")
 
-		sent := time.Now()
 		w, err := rw.WriteLock().Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -255,15 +254,16 @@ func TestWatchdog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		acquired := time.Now()
 		if n := cc.Renewals(); n != 2 {
 			t.Fatalf("%d renewals, want 2 (the write hold and the read hold)", n)
 		}
-		// Both holds are renewed, past the end of their first leases, which the client reckons from
-		// before the acquisitions were sent.
+		// Both holds are renewed, past the end of their first leases (which the client counts from
+		// when the acquisitions were sent, before Lock returned).
 		lease := leaseKey("watched", owner(t, c, r), 1)
 		testkit.AwaitRenewals(t, rdb, "watched", 2)
 		testkit.AwaitRenewals(t, rdb, lease, 2)
-		for time.Since(sent) < timeout {
+		for time.Since(acquired) < timeout {
 			testkit.AwaitRenewals(t, rdb, lease, 1)
 		}
 		if w.Err() != nil || r.Err() != nil {
