@@ -8,7 +8,9 @@
 // Waiters are woken by a Pub/Sub message when the count reaches zero, on every Client at once. Unlike
 // Redisson's, a waiter does not depend on that message alone: it checks the count again when its
 // notification connection comes back after a drop, and at least once per recheck interval of its Client
-// (redisync.WithRecheckInterval), so a lost message delays it by that interval at most.
+// (redisync.WithRecheckInterval), so a lost message delays it by that interval at most. A check that
+// Redis does not answer fails within 5 s (core.RetryBound), so a waiter learns that Redis has gone
+// within those two bounds, and returns the error.
 //
 // Layout in Redis (Redisson's): the key is the name, a string holding the count, without expiry; the
 // channel is "redisson_countdownlatch__channel__{name}", which hears "0" when the count reaches zero and
@@ -26,8 +28,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
@@ -54,7 +56,7 @@ func New(c *redisync.Client, name string) (*Latch, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	return &Latch{c: (*core.Client)(c), name: name, channel: channel(name)}, nil
+	return &Latch{c: core.Of(c), name: name, channel: channel(name)}, nil
 }
 
 // channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}", unless
@@ -99,7 +101,8 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	return nil
 }
 
-// Count returns the current count: zero when the latch is not set.
+// Count returns the current count: zero when the latch is not set. When Redis does not answer, it
+// returns an error within 5 s (core.RetryBound) whatever ctx's deadline.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
 	if err := l.check(ctx); err != nil {
 		return 0, err
@@ -112,8 +115,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 }
 
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Get().Key(l.name).Build()).AsInt64()
+	n, err := l.c.Query(ctx, l.c.RDB().B().Get().Key(l.name).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -133,17 +135,23 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// Await waits until the count is zero, ctx ends (its cause is returned), or the Client is closed
-// (redisync.ErrClosed). It returns at once when the count is already zero, including when the latch
-// was never set.
+// Await waits until the count is zero, ctx ends (its cause is returned), the Client is closed
+// (redisync.ErrClosed), or a check of the count fails. It returns at once when the count is already
+// zero, including when the latch was never set.
+//
+// A check that Redis does not answer fails within 5 s (core.RetryBound). A waiter checks the count
+// at least once per recheck interval, so when Redis dies or stalls while Await waits, Await returns
+// the error (wrapping the connection's) within the recheck interval and those 5 s.
 func (l *Latch) Await(ctx context.Context) error {
 	_, err := l.await(ctx, -1)
 	return err
 }
 
 // TryAwait is Await with a wait bound: it reports false, with a nil error, when the count is still
-// above zero after wait. With wait 0 it checks once. ctx may end the wait earlier, with its cause as
-// the error.
+// above zero after wait, or when a check sent at the end of wait is not answered in time. With wait 0
+// it checks once. ctx may end the wait earlier, with its cause as the error. It returns within wait
+// and a quarter second (core.Overtime) whatever Redis does: a check that cannot reach Redis in that
+// time returns the connection's error.
 func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait < 0 {
 		return false, core.Invalid(kind, l.name, "negative wait %v", wait)
@@ -155,6 +163,10 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 	if err := l.check(ctx); err != nil {
 		return false, err
 	}
+	var stop time.Time // a check sent at the end of the wait gets core.Overtime to be answered
+	if wait > 0 {
+		stop = time.Now().Add(wait + core.Overtime)
+	}
 	_, err := l.c.Acquire(ctx, wait, core.Wait{
 		Channel: l.channel,
 		Weight:  1,
@@ -162,12 +174,23 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 		// re-check costs one GET per waiter.
 		Policy: pubsub.WakeAll,
 		Try: func(context.Context) (bool, time.Duration, error) {
-			// A read needs no protection from cancellation: the caller's ctx bounds it.
-			n, err := l.count(ctx)
-			if err != nil && ctx.Err() != nil {
-				err = context.Cause(ctx)
+			// A read needs no protection from cancellation: the caller's ctx and the wait bound it.
+			rctx := ctx
+			if !stop.IsZero() {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithDeadline(ctx, stop)
+				defer cancel()
 			}
-			return err == nil && n <= 0, 0, err
+			n, err := l.count(rctx)
+			switch {
+			case err == nil:
+				return n <= 0, 0, nil
+			case ctx.Err() != nil:
+				return false, 0, context.Cause(ctx)
+			case rctx.Err() != nil:
+				return false, 0, nil // unanswered until the wait ended: not seen open
+			}
+			return false, 0, err
 		},
 	})
 	switch {

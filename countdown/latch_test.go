@@ -135,7 +135,7 @@ func TestAwaitUnsetReturnsAtOnce(t *testing.T) {
 		if ok, err := l.TryAwait(ctx, 0); err != nil || !ok {
 			t.Fatalf("TryAwait(0) on an unset latch = %v, %v; want true", ok, err)
 		}
-		if n := (*core.Client)(c).Notifier().Channels(); n != 0 {
+		if n := core.Of(c).Notifier().Channels(); n != 0 {
 			t.Fatalf("Await on an open latch subscribed to %d channels", n)
 		}
 	})

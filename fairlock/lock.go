@@ -2,9 +2,10 @@
 // lock (RFairLock): the same keys, hash fields, queue, deadlines and messages in Redis, so Go and Java
 // processes line up in one queue on the same name.
 //
-// The owner travels in the context as for package rlock: Lock returns a ctx that carries it, the same
-// ctx (or one derived from it) may Lock again and must Unlock as many times, and that ctx ends with
-// redisync.ErrReleased after the last Unlock or redisync.ErrLost when the lock is lost.
+// The owner travels in the context as for package rlock: Lock returns a ctx that carries it, that ctx
+// (or one derived from it) may Lock again, each hold is released with Unlock of its own ctx, innermost
+// first, and a hold's ctx ends with redisync.ErrReleased at its Unlock or redisync.ErrLost when the
+// lock is lost.
 //
 // A waiter takes a place at the end of the queue and waits on its own channel; an unlock wakes only
 // the waiter at the head, so a handoff costs one message whatever the length of the line, and waiters
@@ -22,14 +23,15 @@ package fairlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hashlock"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
@@ -47,315 +49,261 @@ const latchTTL = "10000"
 
 const kind = "fair lock"
 
+// Every script takes a prefix of these KEYS (fairlock_wake.lua).
+const (
+	keyLock = iota
+	keyQueue
+	keyDeadlines
+	keyCounter
+	keyChannel // the prefix of every waiter's channel: "<channel>:<owner>"
+	keyRecords
+	keyLatch
+	nKeys
+)
+
+// The acquire script's ARGV (fairlock_acquire.lua).
+const (
+	argLease = iota
+	argField
+	argSlot
+	argReentrant
+	argFenced
+	argQueue   // "1" to take a place in the queue when not acquired
+	argPublish // the publish command
+	argTag     // the acquisition's tag once it listens for a hand-over
+	argNumSub  // the numsub command, "" for no hand-over
+	nArgs
+)
+
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
-	c          *core.Client
-	name       string
-	lease      time.Duration
-	slot       time.Duration
-	reentrant  bool
-	fenced     bool
-	keys       [6]string // the acquire script's KEYS: the lock, queue, deadlines, counter, channel prefix, records
-	queueKey   string
-	timeoutKey string
-	channel    string // prefix of every waiter's channel: "<channel>:<owner>"
-	tokenKey   string
-	recordsKey string // waiter records for hand-overs (fairlock_wake.lua)
-	latchKey   string
-	handOver   bool // a release may hand the lock to a waiter of ours
-	leaseMs    string
-	slotMs     string
-	reentryArg string
-	fenceArg   string
+	h hashlock.Lock
+	p *protocol
+}
+
+// protocol is what this lock does in Redis (hashlock.Protocol).
+type protocol struct {
+	c        *core.Client
+	keys     [nKeys - 1]string // every key but the latch, which is per request
+	latch    string            // the latch key without the request id
+	handOver bool              // a release may hand the lock to a waiter of ours
+	leaseMs  string
+	slotMs   string
+	reentry  string
+	fenced   string
 }
 
 // Option configures a Lock.
-type Option func(*Lock)
+type Option func(*options)
+
+type options struct {
+	hashlock.Options
+	slot time.Duration
+}
 
 // WithLease gives every acquisition a fixed lease: the lock frees itself after d unless unlocked
 // before, with no renewal, and the ctx Lock returns has the lease's end (less 1% + 2 ms for clock
 // drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the lock while it is
 // held and lets it expire within the watchdog timeout when the process dies.
-func WithLease(d time.Duration) Option { return func(l *Lock) { l.lease = d } }
+func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
-// WithSlot sets the wait slot, Redisson's threadWaitTime: the time a waiter may stay away from Redis
-// before it loses its place. A waiter's deadline in Redis is one slot per place in line from its last
-// try, and every acquisition ahead of it takes one slot off; a waiter of this package tries again at
-// least every third of a slot, so a live waiter keeps its place however long the lock is held, and a
-// waiter whose process died is passed over once it is at the head and one slot has passed since its
-// last try.
+// WithSlot sets the wait slot, Redisson's threadWaitTime: how long a waiter may stay away from Redis
+// before it loses its place. A waiter's deadline is one slot per place in line from its last try, and
+// a waiter of this package tries at least every third of a slot, so it keeps its place however long
+// the lock is held, while one whose process died is passed over one slot after its last try.
 //
-// The default is the Client's watchdog timeout (30 s unless changed), not Redisson's 5 minutes:
-// Redisson's waiters never renew their place, so its slot must cover a whole hold, and a dead waiter
-// there stalls the line for 5 minutes. Ours renew, so the slot only has to cover a stall of the
-// waiting process or of Redis, which is exactly what the watchdog timeout covers for a holder: a dead
-// process then gives up its place as soon as it would give up the lock.
-//
-// Every process that shares a lock should use the same slot, since each acquisition moves every
-// deadline behind it one slot (the acquirer's) sooner. When Java processes share the lock, set
-// Redisson's slot here (5 minutes unless configured): with a shorter one, a Java acquisition can move
-// a Go waiter's deadline into the past and cost it its place in line (never the lock's exclusion).
-func WithSlot(d time.Duration) Option { return func(l *Lock) { l.slot = d } }
+// The default is the Client's watchdog timeout (30 s unless changed), which covers a stall of the
+// waiting process or of Redis as it does for a holder. Every process sharing the lock should use the
+// same slot: with Java processes, set Redisson's (5 minutes unless configured), or a Java acquisition
+// may cost a Go waiter its place in line (never the lock's exclusion).
+func WithSlot(d time.Duration) Option { return func(o *options) { o.slot = d } }
 
 // NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and
 // its hold is unchanged.
-func NonReentrant() Option { return func(l *Lock) { l.reentrant = false } }
+func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 
 // WithFencing makes every acquisition, re-entry included, take a fencing token from a counter in
 // Redis (Redisson's RFencedLock counter, shared with a package rlock lock of the same name): a number
 // that grows with each acquisition, which a store can use to reject writes from a holder that has
 // been overtaken. Read it with Token. The counter is a key without expiry, one per lock name.
-func WithFencing() Option { return func(l *Lock) { l.fenced = true } }
+func WithFencing() Option { return func(o *options) { o.Fenced = true } }
 
 // New returns the fair lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
-	if c == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if name == "" {
-		return nil, core.Invalid(kind, name, "empty name")
+	p := &protocol{c: core.Of(c)}
+	h, err := hashlock.New(p.c, kind, name, o.Options, p)
+	if err != nil {
+		return nil, err
 	}
-	l := &Lock{c: (*core.Client)(c), name: name, reentrant: true}
-	for _, o := range opts {
-		o(l)
+	if o.slot < 0 || (o.slot > 0 && o.slot < 30*time.Millisecond) {
+		return nil, core.Invalid(kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
 	}
-	if l.lease < 0 {
-		return nil, core.Invalid(kind, name, "negative lease %v", l.lease)
+	if o.slot == 0 {
+		o.slot = p.c.Config().WatchdogTimeout
 	}
-	if l.lease > 0 && l.lease < time.Millisecond {
-		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", l.lease)
-	}
-	if l.slot < 0 || (l.slot > 0 && l.slot < 30*time.Millisecond) {
-		return nil, core.Invalid(kind, name, "slot %v: want 0 (default) or at least 30ms", l.slot)
-	}
-	if l.slot == 0 {
-		l.slot = l.c.Config().WatchdogTimeout
-	}
-	l.queueKey = core.Prefixed("redisson_lock_queue", name)
-	l.timeoutKey = core.Prefixed("redisson_lock_timeout", name)
-	l.channel = core.Prefixed("redisson_lock__channel", name)
-	l.tokenKey = core.Prefixed("redisson_lock_token", name)
-	l.recordsKey = core.Prefixed("redisync_fair_waiters", name)
-	l.latchKey = core.Prefixed("redisson_unlock_latch", name) + ":"
-	l.keys = [6]string{name, l.queueKey, l.timeoutKey, l.tokenKey, l.channel, l.recordsKey}
+	side := core.SideKeys(name, "redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token",
+		"redisson_lock__channel", "redisync_fair_waiters", "redisson_unlock_latch")
+	p.keys = [...]string{name, side[0], side[1], side[2], side[3], side[4]}
+	p.latch = side[5]
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only wakes.
-	l.handOver = l.c.NumSub() != "" && l.c.Config().ReplicaAck == 0
-	lease := l.lease
-	if lease == 0 {
-		lease = l.c.Config().WatchdogTimeout
-	}
-	l.leaseMs = strconv.FormatInt(lease.Milliseconds(), 10)
-	l.slotMs = strconv.FormatInt(l.slot.Milliseconds(), 10)
-	l.reentryArg, l.fenceArg = flag(l.reentrant), flag(l.fenced)
-	return l, nil
+	p.handOver = p.c.NumSub() != "" && p.c.Config().ReplicaAck == 0
+	p.leaseMs = h.LeaseMs
+	p.slotMs = strconv.FormatInt(o.slot.Milliseconds(), 10)
+	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
+	return &Lock{h: h, p: p}, nil
 }
 
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
+func (p *protocol) Field(owner int64) string { return p.c.Owner(owner) }
 
 // Name returns the lock's name, which is also its key in Redis.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string { return l.h.Name }
 
 // Lock waits in line until it acquires the lock, ctx ends, or the Client is closed. It returns a ctx
 // that carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work
 // done under the lock so that the work stops if the lock is lost.
 //
-// When ctx ends first, the waiter leaves the queue before Lock returns. When the Client is closed,
+// When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
+// Redis does not answer that within core.Overtime, a quarter second). When the Client is closed,
 // nothing more is sent: the place is passed over once its slot has passed, as a dead process's is.
-func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
-	return l.acquire(ctx, -1)
-}
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.h.Lock(ctx) }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, and leaves the queue,
 // when the lock is not acquired within wait. With wait 0 it tries once and never joins the queue: it
 // acquires only if the lock is free and nobody waits for it. ctx may end the wait earlier; its
 // deadline is never the lock's lease.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, core.Invalid(kind, l.name, "negative wait %v", wait)
-	}
-	return l.acquire(ctx, wait)
+	return l.h.TryLock(ctx, wait)
 }
 
-func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
-	if ctx == nil {
-		return nil, core.Invalid(kind, l.name, "nil context")
-	}
-	ctx, owner := core.EnsureOwner(ctx)
-	field := l.c.Owner(owner)
-	a := &attempt{l: l, field: field}
-	a.args = [...]string{l.leaseMs, field, l.slotMs, l.reentryArg, l.fenceArg, flag(wait != 0), l.c.Publish(), "", l.c.NumSub()}
-	spec := core.HoldSpec{
-		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
-		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: a.args[1:2]},
-	}
-	w := core.Wait{
-		Channel: l.channel + ":" + field,
-		Weight:  1,
-		// The channel is this owner's alone: every goroutine of the owner that waits may go.
-		Policy: pubsub.WakeAll,
-		Try:    a.try,
-		Undo:   a.undo,
-	}
-	if l.handOver {
-		w.Grants = a
-	}
-	held, err := l.c.AcquireHold(ctx, spec, wait, w)
-	if err != nil {
-		if wait != 0 && !errors.Is(err, core.ErrClosed) && !errors.Is(err, core.ErrAlreadyHeld) {
-			// Another goroutine of the owner that still waits keeps the owner's place.
-			queued := l.c.Notifier().Waiting(l.channel+":"+field) == 0
-			if tag := a.args[7]; queued || tag != "" {
-				l.leave(ctx, field, tag, queued)
-			}
-		}
-		return nil, core.Errorf(kind, l.name, err)
-	}
-	if l.fenced {
-		held = l.c.WithToken(held, kind, l.name, a.token)
-	}
-	return held, nil
+func (p *protocol) Begin(ctx context.Context, _ int64, field string, wait time.Duration) (context.Context, hashlock.Acquisition) {
+	a := &attempt{p: p, waits: wait != 0}
+	a.args = [nArgs]string{argLease: p.leaseMs, argField: field, argSlot: p.slotMs, argReentrant: p.reentry,
+		argFenced: p.fenced, argQueue: hashlock.Flag(wait != 0), argPublish: p.c.Publish(), argNumSub: p.c.NumSub()}
+	return ctx, a
 }
 
 // attempt is what the tries of one acquisition share, in one allocation.
 type attempt struct {
-	l     *Lock
-	field string
-	args  [9]string // the acquire script's ARGV; args[7] is the acquisition's tag once it listens
-	token int64
-	score int64 // the score the last failed try gave the record: a grant must have come after it
+	hashlock.Grant
+	p     *protocol
+	args  [nArgs]string
+	waits bool
+	tried atomic.Bool // a try was sent (it may run apart: see core.Acquire)
+}
+
+func (a *attempt) Wait() core.Wait {
+	w := core.Wait{
+		Channel: a.p.keys[keyChannel] + ":" + a.args[argField],
+		Weight:  1,
+		// The channel is this owner's alone, and one acquisition of the owner waits at a time.
+		Policy: pubsub.WakeAll,
+		Try:    a.try,
+		Undo:   a.undo,
+	}
+	if a.p.handOver {
+		w.Grants = a
+	}
+	return w
+}
+
+func (a *attempt) Renew() core.RenewSpec {
+	return core.RenewSpec{Script: renewScript, Keys: a.p.keys[:keyLock+1], Args: a.args[argField : argField+1]}
+}
+
+// End takes a waiter that gave up out of the queue (and gives back a grant it did not take).
+func (a *attempt) End(ctx, held context.Context, err error) context.Context {
+	if err != nil && a.waits && a.tried.Load() && !errors.Is(err, core.ErrClosed) && !errors.Is(err, core.ErrAlreadyHeld) {
+		field, tag := a.args[argField], a.args[argTag]
+		a.p.c.Leave(func() { a.p.leave(ctx, field, tag, true) })
+	}
+	return held
 }
 
 func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
-	t, err := core.ReadLockTry(a.l.c.RunAcquire(ctx, acquireScript, a.l.keys[:], a.args[:]))
-	if t.Acquired {
-		a.token = t.Token
-		return true, 0, err // Acquire gives it back when it was not replicated
-	}
-	if t.Recorded {
-		a.score = t.Score
-	}
-	return false, t.RetryIn, err
+	a.tried.Store(true)
+	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, a.p.keys[:keyRecords+1], a.args[:]))
+	a.Tried(t)
+	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
 }
 
-func (a *attempt) undo(ctx context.Context) { a.l.release(ctx, a.field) }
+func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
 
 // Tag names the acquisition (fairlock_wake.lua), and makes the tries from now on leave a record
 // under that name.
 func (a *attempt) Tag() string {
-	if a.args[7] == "" {
-		a.args[7] = a.l.c.RequestID()
+	if a.args[argTag] == "" {
+		a.args[argTag] = a.p.c.RequestID()
 	}
-	return a.args[7]
-}
-
-// Claim takes the lock that a release handed to this waiter, if the grant came after its last try
-// (see core.GrantFor).
-func (a *attempt) Claim(payload string) bool {
-	token, ok := core.GrantFor(payload, a.score)
-	if ok {
-		a.token = token
-	}
-	return ok
+	return a.args[argTag]
 }
 
 // Stray gives back a lock that a release handed to an acquisition of this owner that is no longer
 // there.
-func (a *attempt) Stray(tag, _ string) { a.l.leave(context.Background(), a.field, tag, false) }
+func (a *attempt) Stray(tag, _ string) { a.p.leave(context.Background(), a.args[argField], tag, false) }
 
 // leave gives back a grant made to the acquisition tagged tag that it did not take, and, when queued,
 // takes field out of the queue after a wait that did not acquire.
-func (l *Lock) leave(ctx context.Context, field, tag string, queued bool) {
+func (p *protocol) leave(ctx context.Context, field, tag string, queued bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.recordsKey, l.tokenKey}
-	l.c.Run(ctx, leaveScript, keys, []string{field, l.slotMs, l.c.Publish(), tag, flag(queued), l.c.NumSub()})
+	args := []string{field, p.slotMs, p.c.Publish(), tag, hashlock.Flag(queued), p.c.NumSub()}
+	p.c.Run(ctx, leaveScript, p.keys[:keyRecords+1], args)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
-func (l *Lock) Token(ctx context.Context) (int64, bool) {
-	return l.c.Token(ctx, kind, l.name)
-}
+func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.h.Token(ctx) }
 
 // Unlock releases the hold that ctx carries: the lock is free when every Lock has been matched by an
 // Unlock, and then the waiter at the head of the queue is woken. It returns an error matching
 // redisync.ErrNotHeld, and changes nothing, when ctx carries no hold of the lock (never did, released
-// it, or its lease ended), and redisync.ErrNotInnermost when holds taken inside it are still open. It releases even when ctx has been cancelled.
-func (l *Lock) Unlock(ctx context.Context) error {
-	return l.c.Unlock(ctx, kind, l.name, l.name, l.c.Owner, func(ctx context.Context, _ int64, field string) (int64, error) {
-		return l.release(ctx, field)
-	})
-}
+// it, or its lease ended), and redisync.ErrNotInnermost when holds taken inside it are still open.
+// It releases even when ctx has been cancelled.
+func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
-func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.latchKey + l.c.RequestID(), l.recordsKey, l.tokenKey}
-	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.slotMs, l.c.NumSub()}
-	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, core.ErrNotHeld
-	}
-	return n, nil
+func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, error) {
+	var keys [nKeys]string
+	copy(keys[:], p.keys[:])
+	keys[keyLatch] = p.c.RequestKey(p.latch)
+	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub()}
+	return hashlock.ReadRelease(p.c.Run(ctx, releaseScript, keys[:], args))
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of the queue. It
 // reports whether the lock was held. Holders on this Client see their ctx end with redisync.ErrLost
 // at once; holders elsewhere at their next renewal. The queue is kept.
-func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, core.Invalid(kind, l.name, "nil context")
-	}
-	keys := []string{l.name, l.queueKey, l.timeoutKey, l.channel, l.recordsKey, l.tokenKey}
-	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish(), l.slotMs, l.c.NumSub()}).AsInt64()
-	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
-	}
-	l.c.LoseHolds(l.name, fmt.Errorf("%w: forced unlock", core.ErrLost))
-	return n == 1, nil
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.h.ForceUnlock(ctx) }
+
+func (p *protocol) ForceRelease(ctx context.Context) (bool, error) {
+	n, err := p.c.Run(ctx, forceScript, p.keys[:keyRecords+1], []string{p.c.Publish(), p.slotMs, p.c.NumSub()}).AsInt64()
+	return n == 1, err
 }
 
 // IsLocked reports whether any owner holds the lock.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	return l.c.Exists(ctx, kind, l.name, l.name)
-}
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.h.Exists(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.HoldCount(ctx)
-	return n > 0, err
-}
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.h.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	owner, ok := core.OwnerID(ctx)
-	if !ok {
-		return 0, nil
-	}
-	return l.c.HoldCount(ctx, kind, l.name, l.name, l.c.Owner(owner))
-}
+func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.h.HoldCount(ctx) }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it is held without expiry (only a foreign writer can do that).
-func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	return l.c.TTL(ctx, kind, l.name, l.name)
-}
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.h.TTL(ctx) }
 
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	rdb := l.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Llen().Key(l.queueKey).Build()).AsInt64()
+	n, err := l.p.c.Query(ctx, l.p.c.RDB().B().Llen().Key(l.p.keys[keyQueue]).Build()).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
+		return 0, core.Errorf(kind, l.h.Name, err)
 	}
 	return int(n), nil
 }
@@ -363,5 +311,5 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return core.Locked(ctx, l.Lock, l.Unlock, fn)
+	return l.h.Do(ctx, fn)
 }

@@ -1,15 +1,20 @@
 -- Count a latch down by one (Redisson's countDown). A missing latch stays missing (count 0).
 -- KEYS[1] latch, KEYS[2] channel; ARGV[1] publish command.
 -- Returns the count left. Reaching 0 deletes the key and publishes '0' (open).
-if redis.call('exists', KEYS[1]) == 0 then
+-- A key that is not a latch (not a whole number above 0: a latch at 0 has no key) is refused
+-- unchanged with a WRONGTYPE error: counting it down could delete someone else's data.
+local cur = redis.call('get', KEYS[1])
+if cur == false then
   return 0
+end
+local n = tonumber(cur)
+if n == nil or n < 1 or n ~= math.floor(n) or not string.match(cur, '^%d+$') then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds something that is not a countdown latch')
 end
 local v = redis.call('decr', KEYS[1])
 if v > 0 then
   return v
 end
 redis.call('del', KEYS[1])
-if v == 0 then
-  redis.call(ARGV[1], KEYS[2], '0')
-end
+redis.call(ARGV[1], KEYS[2], '0')
 return 0

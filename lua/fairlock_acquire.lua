@@ -1,8 +1,6 @@
--- Try to acquire a fair lock (Redisson's RedissonFairLock layout).
--- KEYS[1] lock (HASH owner -> count), KEYS[2] waiter queue (LIST of owners, FIFO),
--- KEYS[3] waiter deadlines (ZSET owner -> ms by which the waiter must come back),
--- KEYS[4] fencing counter, KEYS[5] channel prefix: a waiter's own channel is KEYS[5]..':'..owner,
--- which keeps the prefix's hash tag and so its slot; KEYS[6] waiter records (fairlock_wake.lua).
+-- Try to acquire a fair lock (Redisson's RedissonFairLock layout: the lock a HASH owner -> count, the
+-- queue a LIST of owners, FIFO, the deadlines a ZSET owner -> ms by which the waiter must come back).
+-- KEYS[1..6] as fairlock_wake.lua says, which comes first.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] slot ms, ARGV[4] '1' reentrant, ARGV[5] '1' fenced,
 -- ARGV[6] '1' to take a place in the queue when not acquired, ARGV[7] publish command,
 -- ARGV[8] the acquisition's tag when its waiter listens for a hand-over ('' otherwise: no record),
@@ -48,33 +46,11 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- Pass over head waiters that did not come back in time (a head without a deadline counts as late).
-local dropped = false
-while true do
-  local head = redis.call('lindex', queue, 0)
-  if not head or head == me then
-    break
-  end
-  local deadline = tonumber(redis.call('zscore', deadlines, head))
-  if deadline and deadline > now then
-    break
-  end
-  redis.call('lpop', queue)
-  redis.call('zrem', deadlines, head)
-  redis.call('hdel', records, head)
-  dropped = true
-end
-
-local head = redis.call('lindex', queue, 0)
+local head, dropped = pass_over(now, me)
 local pttl = redis.call('pttl', lock)
 if pttl == -2 and (not head or head == me) then
   if head then
-    -- Everyone behind moves up one place, so their deadlines come one slot sooner.
-    redis.call('lpop', queue)
-    redis.call('zrem', deadlines, me)
-    for _, w in ipairs(redis.call('zrange', deadlines, 0, -1)) do
-      redis.call('zincrby', deadlines, -slot, w)
-    end
+    take_head(me, slot)
     if tag ~= '' then
       redis.call('hdel', records, me)
     end
@@ -91,7 +67,7 @@ if pttl == -2 and (not head or head == me) then
 end
 
 if dropped and pttl == -2 then
-  wake(lock, queue, deadlines, records, prefix, KEYS[4], slot, ARGV[7], ARGV[9])
+  wake(slot, ARGV[7], ARGV[9])
 end
 
 local pos = redis.call('lpos', queue, me)

@@ -1,21 +1,18 @@
 -- A waiter gives up: it gives back a grant nobody took, leaves the queue and gives its slot back to
 -- everyone behind it. If it was next and the lock is free, the new head is woken (or handed the lock),
--- so that its turn does not wait for a timer (fairlock_wake.lua comes first).
--- KEYS[1] lock, KEYS[2] waiter queue, KEYS[3] waiter deadlines, KEYS[4] channel prefix,
--- KEYS[5] waiter records, KEYS[6] fencing counter
+-- so that its turn does not wait for a timer (fairlock_wake.lua comes first, with the order of KEYS).
 -- ARGV[1] owner, ARGV[2] slot ms, ARGV[3] publish command, ARGV[4] the acquisition's tag ('' for
--- none), ARGV[5] '1' to leave the queue ('0': another goroutine of the owner still waits in its
--- place), ARGV[6] numsub command.
+-- none), ARGV[5] '1' to leave the queue ('0': only give back a grant), ARGV[6] numsub command.
 -- Returns 1 if the owner was queued or granted the lock. Sending it twice does no more than sending
 -- it once.
 local slot = tonumber(ARGV[2])
-local rec = ARGV[4] ~= '' and redis.call('hget', KEYS[5], ARGV[1])
+local rec = ARGV[4] ~= '' and redis.call('hget', KEYS[6], ARGV[1])
 if rec then
   local _, granted = string.match(rec, '^%-(%d+) (%S+)$')
   local _, waiting = string.match(rec, '^(%d+) (%S+) ')
   if granted == ARGV[4] then
     -- Handed the lock after its last try: the grant took its place in the queue.
-    redis.call('hdel', KEYS[5], ARGV[1])
+    redis.call('hdel', KEYS[6], ARGV[1])
     local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
     if not count then
       return 0
@@ -24,12 +21,12 @@ if rec then
       redis.call('hincrby', KEYS[1], ARGV[1], -1)
     else
       redis.call('del', KEYS[1])
-      wake(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[4], KEYS[6], slot, ARGV[3], ARGV[6])
+      wake(slot, ARGV[3], ARGV[6])
     end
     return 1
   end
   if waiting == ARGV[4] then
-    redis.call('hdel', KEYS[5], ARGV[1])
+    redis.call('hdel', KEYS[6], ARGV[1])
   end
 end
 if ARGV[5] ~= '1' then
@@ -54,6 +51,6 @@ for i = at + 1, #queue do
 end
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 if at == 1 and redis.call('exists', KEYS[1]) == 0 then
-  wake(KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[4], KEYS[6], slot, ARGV[3], ARGV[6])
+  wake(slot, ARGV[3], ARGV[6])
 end
 return 1

@@ -12,52 +12,74 @@
 -- which of its tries the grant came after, so a message delayed past a later try is ignored. A head
 -- without a record (a Java waiter: Redisson would re-enter a lock it found in its name) gets '0'.
 --
--- wake(lock, queue, deadlines, records, prefix, tokens, slot, publish, numsub): prefix is the
--- channels' prefix (':' and the owner follow), tokens the fencing counter, slot the wait slot in ms,
--- numsub 'numsub' or 'shardnumsub', or '' where subscriber counts cannot be trusted (classic Pub/Sub
--- on a cluster counts one node): then the head is only woken.
-local function wake(lock, queue, deadlines, records, prefix, tokens, slot, publish, numsub)
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Every fair lock script takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] waiter queue,
+-- KEYS[3] waiter deadlines, KEYS[4] fencing counter, KEYS[5] channels' prefix (':' and the owner
+-- follow, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] unlock
+-- latch.
+--
+-- pass_over(now, back): drops the head waiters whose deadline has passed (a head without one counts
+-- as late), up to back (a caller that is back in time, or nil). Returns the head left, and whether
+-- any was dropped.
+local function pass_over(now, back)
+  local queue, deadlines, records = KEYS[2], KEYS[3], KEYS[6]
+  local dropped = false
   while true do
     local head = redis.call('lindex', queue, 0)
-    if not head then
-      return
+    if not head or head == back then
+      return head, dropped
     end
     local deadline = tonumber(redis.call('zscore', deadlines, head))
     if deadline and deadline > now then
-      local channel = prefix .. ':' .. head
-      local rec = numsub ~= '' and redis.call('hget', records, head)
-      local score, tag, lease, fenced
-      if rec then
-        score, tag, lease, fenced = string.match(rec, '^(%d+) (%S+) (%d+) ([01])$')
-      end
-      if score and lease ~= '0' and tonumber(redis.call('pubsub', numsub, channel)[2]) > 0 then
-        redis.call('lpop', queue)
-        redis.call('zrem', deadlines, head)
-        for _, w in ipairs(redis.call('zrange', deadlines, 0, -1)) do
-          redis.call('zincrby', deadlines, -slot, w)
-        end
-        redis.call('hset', lock, head, 1)
-        redis.call('pexpire', lock, lease)
-        local token = 0
-        if fenced == '1' then
-          token = redis.call('incr', tokens)
-        end
-        redis.call('hset', records, head, '-' .. token .. ' ' .. tag)
-        -- The mark must outlive the grant, which nobody renews until the waiter takes it.
-        if redis.call('pttl', records) < tonumber(lease) then
-          redis.call('pexpire', records, lease)
-        end
-        redis.call(publish, channel, '@' .. tag .. ' ' .. token .. ' ' .. score)
-      else
-        redis.call(publish, channel, '0')
-      end
-      return
+      return head, dropped
     end
-    -- Passed over: it did not come back in time.
     redis.call('lpop', queue)
     redis.call('zrem', deadlines, head)
     redis.call('hdel', records, head)
+    dropped = true
+  end
+end
+
+-- take_head(head, slot): head leaves the queue to hold the lock, and everyone behind it moves up one
+-- place, so their deadlines come one slot sooner.
+local function take_head(head, slot)
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], head)
+  for _, w in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+    redis.call('zincrby', KEYS[3], -slot, w)
+  end
+end
+
+-- wake(slot, publish, numsub): slot is the wait slot in ms, numsub 'numsub' or 'shardnumsub', or ''
+-- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then the
+-- head is only woken.
+local function wake(slot, publish, numsub)
+  local lock, tokens, prefix, records = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
+  local t = redis.call('time')
+  local head = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil)
+  if not head then
+    return
+  end
+  local channel = prefix .. ':' .. head
+  local rec = numsub ~= '' and redis.call('hget', records, head)
+  local score, tag, lease, fenced
+  if rec then
+    score, tag, lease, fenced = string.match(rec, '^(%d+) (%S+) (%d+) ([01])$')
+  end
+  if score and lease ~= '0' and tonumber(redis.call('pubsub', numsub, channel)[2]) > 0 then
+    take_head(head, slot)
+    redis.call('hset', lock, head, 1)
+    redis.call('pexpire', lock, lease)
+    local token = 0
+    if fenced == '1' then
+      token = redis.call('incr', tokens)
+    end
+    redis.call('hset', records, head, '-' .. token .. ' ' .. tag)
+    -- The mark must outlive the grant, which nobody renews until the waiter takes it.
+    if redis.call('pttl', records) < tonumber(lease) then
+      redis.call('pexpire', records, lease)
+    end
+    redis.call(publish, channel, '@' .. tag .. ' ' .. token .. ' ' .. score)
+  else
+    redis.call(publish, channel, '0')
   end
 end

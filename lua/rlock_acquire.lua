@@ -1,5 +1,6 @@
 -- Acquire a reentrant lock (Redisson's layout: a hash, field = owner, value = hold count).
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiter records, KEYS[4] clients (rlock_wake.lua)
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiter records, KEYS[4] clients (rlock_wake.lua;
+-- wake_records.lua comes first)
 -- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] '1' reentrant, ARGV[4] '1' fenced,
 -- ARGV[5] ms within which this waiter will try again ('0': it will not wait, record nothing),
 -- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left,
@@ -43,20 +44,7 @@ if free or mine then
   return {1, count, token}
 end
 if ARGV[5] ~= '0' then
-  local t = redis.call('time')
-  local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  local window = tonumber(ARGV[5])
-  -- In microseconds, so that waiters recorded within one millisecond keep their order (a tie would
-  -- go to the smaller member, the same client every time). Formatted here: Lua would round it to 14
-  -- digits.
-  local score = (t[1] * 1000000 + t[2]) + window * 1000
-  redis.call('zadd', KEYS[3], string.format('%.0f', score), ARGV[9])
-  if redis.call('pttl', KEYS[3]) < window then
-    redis.call('pexpire', KEYS[3], window)
-  end
-  local linger = window + tonumber(ARGV[7])
-  redis.call('zadd', KEYS[4], now + linger, ARGV[6])
-  redis.call('pexpire', KEYS[4], linger)
+  local score = record(KEYS[3], KEYS[4], ARGV[9], ARGV[5], ARGV[6], ARGV[7])
   return {0, redis.call('pttl', KEYS[1]), score}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -1,7 +1,5 @@
 -- Remove the record of a waiter that left, and give back the lock if a release handed it to that
--- waiter and nobody took the grant (rlock_wake.lua comes first).
--- KEYS[1] lock, KEYS[2] channel, KEYS[3] waiter records, KEYS[4] clients, KEYS[5] wake channel
--- prefix, KEYS[6] fencing counter
+-- waiter and nobody took the grant (rlock_wake.lua comes first, with the order of KEYS).
 -- ARGV[1] owner field, ARGV[2] the waiter's record, ARGV[3] publish command, ARGV[4] numsub command
 -- Returns 1 when it gave a grant back. Sending it twice does what sending it once does.
 local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))
@@ -18,5 +16,5 @@ if count > 1 then -- the same owner entered again on top of the grant, with anot
   return 1
 end
 redis.call('del', KEYS[1])
-wake(KEYS[1], KEYS[6], KEYS[3], KEYS[4], KEYS[2], KEYS[5], ARGV[3], ARGV[4])
+wake(ARGV[3], ARGV[4])
 return 1

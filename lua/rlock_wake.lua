@@ -20,11 +20,15 @@
 -- owner field. Redisson's '0' is still published on the shared channel
 -- when more listen there than our clients: a Java waiter may.
 --
--- wake(lock, tokens, waiters, clients, shared, prefix, publish, numsub): tokens is the fencing
--- counter, prefix the wake channels' prefix (a client id follows), publish 'publish' or 'spublish',
--- numsub 'numsub' or 'shardnumsub', or '' where subscriber counts cannot be trusted (classic Pub/Sub
--- on a cluster counts one node): then everyone is woken as Redisson does.
-local function wake(lock, tokens, waiters, clients, shared, prefix, publish, numsub)
+-- Every rlock script takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] fencing counter,
+-- KEYS[3] waiter records, KEYS[4] clients, KEYS[5] channel, KEYS[6] wake channels' prefix (a client id
+-- follows), KEYS[7] unlock latch.
+--
+-- wake(publish, numsub): publish 'publish' or 'spublish', numsub 'numsub' or 'shardnumsub', or ''
+-- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then
+-- everyone is woken as Redisson does.
+local function wake(publish, numsub)
+  local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   if numsub == '' or redis.call('exists', waiters) == 0 then
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return

@@ -1,7 +1,7 @@
 -- Acquire a read hold of a read-write lock (Redisson's RReadWriteLock layout: a hash with 'mode',
 -- one field per reader = its hold count, and one string per read hold that carries its own lease).
--- KEYS[1] lock, KEYS[2] this owner's lease keys without the hold number ("{N}:OWNER:rwlock_timeout"),
--- KEYS[3] waiting writers (ZSET, writer preference only)
+-- KEYS[1] lock, KEYS[2] waiting writers (ZSET, writer preference only), KEYS[3] this owner's lease
+-- keys without the hold number (the order of rwlock_leases.lua)
 -- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] the owner's write field, ARGV[4] '1' reentrant,
 -- ARGV[5] '1' writer preference
 -- Returns {1, count} when acquired; {0, ms} when the caller must wait, ms bounding the wait (unknown
@@ -23,8 +23,8 @@ if ARGV[5] == '1' and not mine and not writer then
   -- A new reader lets a waiting writer go first; a reader already inside may re-enter.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zremrangebyscore', KEYS[3], '-inf', now)
-  local last = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  local last = redis.call('zrange', KEYS[2], -1, -1, 'withscores')
   if #last > 0 then
     return {0, math.max(redis.call('pttl', KEYS[1]), tonumber(last[2]) - now)}
   end
@@ -33,7 +33,7 @@ if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
+redis.call('set', KEYS[3] .. ':' .. count, 1, 'px', ARGV[1])
 if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
   redis.call('pexpire', KEYS[1], ARGV[1])
 end

@@ -1,6 +1,5 @@
 -- Release one read hold.
--- KEYS[1] lock, KEYS[2] channel, KEYS[3] this owner's lease keys without the hold number,
--- KEYS[4] the prefix of every lease key ("{N}:"), KEYS[5] waiting writers, KEYS[6] unlock latch
+-- KEYS as rwlock_leases.lua says, which comes first.
 -- ARGV[1] owner field, ARGV[2] publish command, ARGV[3] latch ttl ms
 -- Returns the read holds the owner keeps, or -1 when it held none. When the last live read hold
 -- goes, the lock is deleted and the channel gets '0' (wake one), or '1' (wake all) when writers
@@ -21,26 +20,16 @@ if count == 0 then
   redis.call('hdel', KEYS[1], ARGV[1])
 end
 if mode == 'read' then
-  -- The lock lives as long as its longest live read lease: readers of dead clients age out.
-  local left = -3
-  local fields = redis.call('hgetall', KEYS[1])
-  for i = 1, #fields, 2 do
-    local n = tonumber(fields[i + 1])
-    if n and string.sub(fields[i], -6) ~= ':write' then
-      for k = 1, n do
-        left = math.max(left, redis.call('pttl', KEYS[4] .. fields[i] .. ':rwlock_timeout:' .. k))
-      end
-    end
-  end
+  local left = longest_read_lease()
   if left > 0 then
     redis.call('pexpire', KEYS[1], left)
   else
     redis.call('del', KEYS[1])
     local msg = '0'
-    if redis.call('exists', KEYS[5]) == 1 then
+    if redis.call('exists', KEYS[2]) == 1 then
       msg = '1'
     end
-    redis.call(ARGV[2], KEYS[2], msg)
+    redis.call(ARGV[2], KEYS[4], msg)
     count = 0
   end
 end

@@ -1,9 +1,9 @@
 -- Release one write hold.
--- KEYS[1] lock, KEYS[2] channel, KEYS[3] the prefix of every lease key ("{N}:"), KEYS[4] unlock latch
+-- KEYS as rwlock_leases.lua says, which comes first.
 -- ARGV[1] write field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] lease ms
 -- Returns the write holds the owner keeps, or -1 when it held none. The last one publishes '1'
 -- (wake all): the lock is free, or the writer kept reading (downgrade) and readers may join it.
-local done = redis.call('get', KEYS[4])
+local done = redis.call('get', KEYS[6])
 if done then
   return tonumber(done)
 end
@@ -15,7 +15,7 @@ if count > 0 then
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) then -- never shorter than the holds left were promised
     redis.call('pexpire', KEYS[1], ARGV[4])
   end
-  redis.call('set', KEYS[4], count, 'px', ARGV[3])
+  redis.call('set', KEYS[6], count, 'px', ARGV[3])
   return count
 end
 redis.call('hdel', KEYS[1], ARGV[1])
@@ -24,22 +24,13 @@ if redis.call('hlen', KEYS[1]) == 1 then
 else
   -- Downgrade: the owner's read holds remain, and the lock now lives as long as their leases.
   redis.call('hset', KEYS[1], 'mode', 'read')
-  local left = -3
-  local fields = redis.call('hgetall', KEYS[1])
-  for i = 1, #fields, 2 do
-    local n = tonumber(fields[i + 1])
-    if n then
-      for k = 1, n do
-        left = math.max(left, redis.call('pttl', KEYS[3] .. fields[i] .. ':rwlock_timeout:' .. k))
-      end
-    end
-  end
+  local left = longest_read_lease()
   if left > 0 then
     redis.call('pexpire', KEYS[1], left)
   else
     redis.call('del', KEYS[1])
   end
 end
-redis.call(ARGV[2], KEYS[2], '1')
-redis.call('set', KEYS[4], 0, 'px', ARGV[3])
+redis.call(ARGV[2], KEYS[4], '1')
+redis.call('set', KEYS[6], 0, 'px', ARGV[3])
 return 0

@@ -1,6 +1,7 @@
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
 -- missing key counts as 0).
--- KEYS[1] semaphore, KEYS[2] waiter records, KEYS[3] clients, KEYS[4] grants (semaphore_wake.lua)
+-- KEYS[1] semaphore, KEYS[2] waiter records, KEYS[3] clients, KEYS[4] grants (semaphore_wake.lua;
+-- wake_records.lua comes first)
 -- ARGV[1] permits wanted, ARGV[2] ms within which this waiter will try again ('0': it will not wait,
 -- record nothing), ARGV[3] the waiter's record, ARGV[4] client id, ARGV[5] ms for which the client
 -- listens after its last waiter left, ARGV[6] '1' when an earlier try of this wait recorded the waiter
@@ -27,16 +28,4 @@ end
 if ARGV[2] == '0' then
   return {0}
 end
-local t = redis.call('time')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local window = tonumber(ARGV[2])
--- Formatted here: Lua would round a score in microseconds to 14 digits.
-local score = string.format('%.0f', (t[1] * 1000000 + t[2]) + window * 1000)
-redis.call('zadd', KEYS[2], score, ARGV[3])
-if redis.call('pttl', KEYS[2]) < window then
-  redis.call('pexpire', KEYS[2], window)
-end
-local linger = window + tonumber(ARGV[5])
-redis.call('zadd', KEYS[3], now + linger, ARGV[4])
-redis.call('pexpire', KEYS[3], linger)
-return {0, tonumber(score)}
+return {0, record(KEYS[2], KEYS[3], ARGV[3], ARGV[2], ARGV[4], ARGV[5])}

@@ -128,6 +128,20 @@ if op == 'lease' then
   return 1
 end
 
+-- left: ARGV[3] permit id. Returns the ms its lease has left, -1 when it never expires, or -2 when
+-- it is not acquired (Redisson's getLeaseTime).
+if op == 'left' then
+  announce(available())
+  local score = tonumber(redis.call('zscore', KEYS[2], ARGV[3]))
+  if not score then
+    return -2
+  end
+  if score >= NEVER then
+    return -1
+  end
+  return score - now
+end
+
 -- count: returns {available, acquired}.
 if op == 'count' then
   local avail = available()

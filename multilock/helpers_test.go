@@ -33,7 +33,7 @@ func connect(t *testing.T, s *redistest.Server, opts ...redisync.Option) *redisy
 	t.Cleanup(func() {
 		// Tries that a stalled server answered late are given back in the background.
 		testkit.Eventually(t, 5*time.Second, func() error {
-			if n := (*core.Client)(c).Holds(); n != 0 {
+			if n := core.Of(c).Holds(); n != 0 {
 				return fmt.Errorf("client on %s still records %d holds", s.Addr, n)
 			}
 			return nil

@@ -214,21 +214,7 @@ func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 // ctx, and unlocks. fn's ctx ends if a sub-lock is lost; Do then returns fn's error joined with the
 // cause.
 func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return do(ctx, m.Lock, m.Unlock, fn)
-}
-
-func do(ctx context.Context, lock func(context.Context) (context.Context, error), unlock func(context.Context) error, fn func(context.Context) error) error {
-	held, err := lock(ctx)
-	if err != nil {
-		return err
-	}
-	ferr := fn(held)
-	lost := context.Cause(held)
-	uerr := unlock(held)
-	if errors.Is(lost, core.ErrLost) {
-		return errors.Join(ferr, lost)
-	}
-	return errors.Join(ferr, uerr)
+	return core.Locked(ctx, m.Lock, m.Unlock, fn)
 }
 
 func (m *MultiLock) err(err error) error { return core.Errorf(multiKind, m.name, err) }

@@ -18,11 +18,11 @@ import (
 // One attempt sends a single try to every server at once, with the same owner, and waits for the
 // answers at most the instance timeout (WithInstanceTimeout), so a stalled or dead server costs that
 // much and no more. The attempt succeeds when a majority acquired and time is left: the validity time
-// is the sub-locks' lease, minus the time since the attempt began, minus an allowance for clock drift
-// of 1% of the lease plus 2 ms, all measured with the monotonic clock. The ctx Lock returns has the end
-// of the validity time as its deadline. A failed attempt gives back whatever it acquired, also on the
-// servers that answered late, and the next one starts after a random delay (WithRetryDelay) until the
-// wait bound passes.
+// is the sub-locks' lease, minus the time since the attempt began, minus one allowance for clock drift
+// of 1% of the lease plus 2 ms, all measured with the monotonic clock. The ctx Lock returns has the
+// end of the validity time as its deadline. A failed attempt gives back whatever it acquired, also on
+// the servers that answered late, and the next one starts after a random delay (WithRetryDelay) until
+// the wait bound passes.
 //
 // Give the sub-locks a fixed lease (rlock.WithLease): that is the Redlock algorithm, and the validity
 // is bounded. Sub-locks kept by their Clients' watchdogs have no fixed validity: the hold lasts until
@@ -224,19 +224,17 @@ collect:
 	return newHold(r, redKind, r.name, ctx, subs, r.quorum, validUntil, lost), nil
 }
 
-// validity returns when the majority's validity ends: for each acquired lock with a fixed lease L
-// (its ctx's deadline, set by the sub-lock from when it sent its try), start + L - drift(L), of which
-// the quorum-th latest. Zero when a majority has no fixed lease (watchdog renewals keep it).
+// validity returns when the majority's validity ends: of the acquired locks with a fixed lease, the
+// quorum-th latest end. A sub-lock's ctx deadline already is its lease's end less the clock drift
+// allowance (core.Drift), counted from when it sent its try; moved back to the attempt's start, it
+// is start + L - drift(L), with the drift subtracted once. Zero when a majority has no fixed lease
+// (watchdog renewals keep it).
 func (r *RedLock) validity(start time.Time, got []answer) time.Time {
 	ends := make([]time.Time, 0, len(got))
 	for _, a := range got {
-		d, ok := a.ctx.Deadline()
-		if !ok {
-			continue
+		if d, ok := a.ctx.Deadline(); ok {
+			ends = append(ends, d.Add(-a.sent.Sub(start)))
 		}
-		lease := d.Sub(a.sent)
-		drift := lease/100 + 2*time.Millisecond
-		ends = append(ends, start.Add(lease-drift))
 	}
 	unbounded := len(got) - len(ends)
 	if unbounded >= r.quorum {
@@ -287,7 +285,7 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 // which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
 // joined with the cause.
 func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return do(ctx, r.Lock, r.Unlock, fn)
+	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }
 
 func (r *RedLock) err(err error) error { return core.Errorf(redKind, r.name, err) }

@@ -3,6 +3,7 @@ package multilock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
@@ -311,4 +313,68 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireNoKeys(t, servers, name)
+}
+
+// deadlines is a Locker that records the deadline of every hold its Locker grants.
+type deadlines struct {
+	Locker
+	mu   sync.Mutex
+	ends []time.Time
+}
+
+func (d *deadlines) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	held, err := d.Locker.TryLock(ctx, wait)
+	if err == nil {
+		end, _ := held.Deadline()
+		d.mu.Lock()
+		d.ends = append(d.ends, end)
+		d.mu.Unlock()
+	}
+	return held, err
+}
+
+// The sub-locks' deadlines already exclude the clock drift allowance; the RedLock's validity moves
+// them back to the attempt's start and takes nothing off again.
+func TestRedLockValiditySubtractsDriftOnce(t *testing.T) {
+	servers := startN(t, 3)
+	const lease = 100 * time.Second // a drift allowance of about a second, far above the time to acquire
+	var subs []*deadlines
+	var ls []Locker
+	for _, l := range locks(t, servers, same("rl-drift", 3), rlock.WithLease(lease)) {
+		d := &deadlines{Locker: l}
+		subs, ls = append(subs, d), append(ls, d)
+	}
+	r := newRed(t, ls, WithInstanceTimeout(5*time.Second))
+	start := time.Now()
+	held, err := r.Lock(context.Background())
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Unlock(held)
+	end, ok := held.Deadline()
+	if !ok {
+		t.Fatal("no validity deadline on the hold's ctx")
+	}
+	var ends []time.Time
+	for _, d := range subs {
+		d.mu.Lock()
+		ends = append(ends, d.ends...)
+		d.mu.Unlock()
+	}
+	if len(ends) < r.Quorum() {
+		t.Fatalf("%d sub-locks recorded a hold, want at least %d", len(ends), r.Quorum())
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return b.Compare(a) }) // latest first
+	if end.After(ends[r.Quorum()-1]) {
+		t.Fatalf("validity ends %v after the quorum's sub-lock deadline", end.Sub(ends[r.Quorum()-1]))
+	}
+	// Each sub-lock's deadline counts from when its try was sent, at most elapsed after the attempt
+	// began: the validity, counted from the attempt's start, is at most that much earlier.
+	if low := ends[len(ends)-1].Add(-elapsed); end.Before(low) {
+		t.Fatalf("validity ends %v before the earliest sub-lock deadline less the %v spent acquiring: drift subtracted twice?", low.Sub(end), elapsed)
+	}
+	if low := start.Add(lease - core.Drift(lease)); end.Before(low) {
+		t.Fatalf("validity ends %v before start + lease - drift", low.Sub(end))
+	}
 }

@@ -22,6 +22,7 @@ const (
 	PerClient Type = 1
 )
 
+// String returns the type's name: "overall" or "per client".
 func (t Type) String() string {
 	switch t {
 	case Overall:

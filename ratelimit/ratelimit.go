@@ -86,7 +86,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	l := &Limiter{c: (*core.Client)(c), name: name}
+	l := &Limiter{c: core.Of(c), name: name}
 	l.keys[0], l.keys[1], l.keys[3] = name, core.Suffixed(name, "value"), core.Suffixed(name, "permits")
 	l.keys[2], l.keys[4] = clientKeys(name, l.c.ID())
 	for _, opt := range opts {

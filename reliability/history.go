@@ -26,6 +26,7 @@ const (
 
 var opNames = [...]string{"lock", "unlock", "rlock", "runlock", "acquire", "release"}
 
+// String returns the operation's name as histories print it.
 func (o Op) String() string { return opNames[o] }
 
 // Input is one operation on one object: its name (histories are checked per name), the owner that

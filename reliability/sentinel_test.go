@@ -281,7 +281,7 @@ func TestReplicaAckPreventsTwoOwners(t *testing.T) {
 		plain := sentinelClient(t, p.Sentinel)
 		lp, _ := rlock.New(plain, "replicated", rlock.WithLease(time.Minute))
 		held := lockSoon(t, lp)
-		if n := (*core.Client)(c1).Holds(); n != 0 {
+		if n := core.Of(c1).Holds(); n != 0 {
 			t.Fatalf("client whose acquisition failed records %d holds", n)
 		}
 		if err := lp.Unlock(held); err != nil {

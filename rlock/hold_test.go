@@ -231,7 +231,7 @@ func TestForgottenHoldStopsRenewing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}() // the hold's ctx is dropped here
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	testkit.Eventually(t, 20*time.Second, func() error {
 		runtime.GC()
 		if n := cc.Renewals(); n != 0 {

@@ -14,19 +14,19 @@ package rlock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hashlock"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
-	acquireScript = lua.Load("extend.lua", "rlock_acquire.lua")
+	acquireScript = lua.Load("extend.lua", "wake_records.lua", "rlock_acquire.lua")
 	releaseScript = lua.LoadRetryable("extend.lua", "wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_forget.lua")
 	forceScript   = lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua")
@@ -42,201 +42,191 @@ const kind = "lock"
 // lingerMs: a client keeps listening on a lock's wake channel this long after its last waiter left.
 var lingerMs = strconv.FormatInt(pubsub.Linger.Milliseconds(), 10)
 
+// Every script takes a prefix of these KEYS (rlock_wake.lua).
+const (
+	keyLock = iota
+	keyCounter
+	keyWaiters
+	keyClients
+	keyChannel
+	keyWakePrefix
+	keyLatch
+	nKeys
+)
+
+// The acquire script's ARGV (rlock_acquire.lua).
+const (
+	argLease     = iota
+	argField     // the owner's field
+	argReentrant // "1" when re-entry is allowed
+	argFenced    // "1" when fenced
+	argWindow    // ms within which the waiter tries again; "0": it does not wait, and is not recorded
+	argClient    // this client's id, for the clients' record
+	argLinger    // ms the client listens after its last waiter left
+	argRecorded  // "1" once a try recorded the waiter
+	argRecord    // the waiter's record
+	nArgs
+)
+
 // Lock is a distributed reentrant lock on one name. It is cheap to create and safe for concurrent use;
 // two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
-	c          *core.Client
-	name       string
-	lease      time.Duration
-	reentrant  bool
-	fenced     bool
-	keys       [4]string // the acquire script's KEYS: the lock, its fencing counter, waiters, clients
-	channel    string
-	wake       string // this client's wake channel
-	wakePrefix string // wake without the client id
-	latchKey   string // + ":" + a request id: one unlock latch
-	leaseMs    string
-	grantMs    string // the lease a release that hands the lock to a waiter gives it ("0": none)
-	windowMs   string
-	reentryArg string
-	fenceArg   string
+	h hashlock.Lock
+	p *protocol
+}
+
+// protocol is what this lock does in Redis (hashlock.Protocol).
+type protocol struct {
+	c        *core.Client
+	keys     [nKeys - 1]string // every key but the latch, which is per request
+	latch    string            // the latch key without the request id
+	wake     string            // this client's wake channel
+	leaseMs  string
+	grantMs  string // the lease a release that hands the lock to a waiter gives it ("0": none)
+	windowMs string
+	reentry  string
+	fenced   string
 }
 
 // Option configures a Lock.
-type Option func(*Lock)
+type Option func(*options)
+
+type options struct{ hashlock.Options }
 
 // WithLease gives every acquisition a fixed lease: the lock frees itself after d unless unlocked
 // before, with no renewal, and the ctx Lock returns has the lease's end (less 1% + 2 ms for clock
 // drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the lock while it is
 // held and lets it expire within the watchdog timeout when the process dies.
-func WithLease(d time.Duration) Option { return func(l *Lock) { l.lease = d } }
+func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
 // NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and
 // its hold is unchanged.
-func NonReentrant() Option { return func(l *Lock) { l.reentrant = false } }
+func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 
 // WithFencing makes every acquisition, re-entry included, take a fencing token from a counter in
 // Redis (Redisson's RFencedLock layout): a number that grows with each acquisition, which a store can
 // use to reject writes from a holder that has been overtaken. Read it with Token. The counter is a
 // key without expiry, one per lock name.
-func WithFencing() Option { return func(l *Lock) { l.fenced = true } }
+func WithFencing() Option { return func(o *options) { o.Fenced = true } }
 
 // New returns the lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
-	if c == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if name == "" {
-		return nil, core.Invalid(kind, name, "empty name")
-	}
-	l := &Lock{c: (*core.Client)(c), name: name, reentrant: true}
-	for _, o := range opts {
-		o(l)
-	}
-	if l.lease < 0 {
-		return nil, core.Invalid(kind, name, "negative lease %v", l.lease)
-	}
-	if l.lease > 0 && l.lease < time.Millisecond {
-		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", l.lease)
+	p := &protocol{c: core.Of(c)}
+	h, err := hashlock.New(p.c, kind, name, o.Options, p)
+	if err != nil {
+		return nil, err
 	}
 	side := core.SideKeys(name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
-		"redisson_lock__channel", "redisson_unlock_latch", "redisync_lock__wake")
-	l.keys = [4]string{name, side[0], side[1], side[2]}
-	l.channel, l.latchKey = side[3], side[4]
-	l.wake = side[5] + ":" + l.c.ID()
-	l.wakePrefix = l.wake[:len(l.wake)-len(l.c.ID())]
-	l.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted
-	if l.c.NumSub() != "" {
-		l.windowMs = l.c.WaitWindowMs()
+		"redisson_lock__channel", "redisync_lock__wake", "redisson_unlock_latch")
+	p.keys = [...]string{name, side[0], side[1], side[2], side[3], side[4] + ":"}
+	p.latch = side[5]
+	p.wake = p.keys[keyWakePrefix] + p.c.ID()
+	p.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted
+	if p.c.NumSub() != "" {
+		p.windowMs = p.c.WaitWindowMs()
 	}
-	l.leaseMs, l.grantMs = l.c.LeaseMs(l.lease), l.c.LeaseMs(l.lease)
-	if l.c.Config().ReplicaAck != 0 {
-		l.grantMs = "0" // an acquisition must wait for the replicas, which only a try of its own does
+	p.leaseMs, p.grantMs = h.LeaseMs, h.LeaseMs
+	if p.c.Config().ReplicaAck != 0 {
+		p.grantMs = "0" // an acquisition must wait for the replicas, which only a try of its own does
 	}
-	l.reentryArg, l.fenceArg = flag(l.reentrant), flag(l.fenced)
-	return l, nil
+	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
+	return &Lock{h: h, p: p}, nil
 }
 
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
+func (p *protocol) Field(owner int64) string { return p.c.Owner(owner) }
 
 // Name returns the lock's name, which is also its key in Redis.
-func (l *Lock) Name() string { return l.name }
+func (l *Lock) Name() string { return l.h.Name }
 
 // Lock waits until it acquires the lock, ctx ends, or the Client is closed. It returns a ctx that
 // carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work done
 // under the lock so that the work stops if the lock is lost.
-func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
-	return l.acquire(ctx, -1)
-}
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.h.Lock(ctx) }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired when the lock is not
 // acquired within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier;
 // its deadline is never the lock's lease.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, core.Invalid(kind, l.name, "negative wait %v", wait)
-	}
-	return l.acquire(ctx, wait)
+	return l.h.TryLock(ctx, wait)
 }
 
-func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
-	if ctx == nil {
-		return nil, core.Invalid(kind, l.name, "nil context")
-	}
-	ctx, owner := core.EnsureOwner(ctx)
-	a := &attempt{l: l}
-	field := l.c.Owner(owner)
-	window, wake := l.windowMs, l.wake
-	if wait == 0 || window == "0" { // a single try records no waiter
-		window, wake = "0", ""
-	}
+func (p *protocol) Begin(ctx context.Context, _ int64, field string, wait time.Duration) (context.Context, hashlock.Acquisition) {
+	a := &attempt{p: p}
 	// Tries record nothing until the wait starts to listen (Tag): a Lock that acquires at its first
 	// try, the usual case, sends and builds no record.
-	a.window = window
-	a.args = [...]string{l.leaseMs, field, l.reentryArg, l.fenceArg, "0", "", "", "0", ""}
-	spec := core.HoldSpec{
-		Kind: kind, Name: l.name, Key: l.name, Field: field, Lease: l.lease,
-		Renew: core.RenewSpec{Script: renewScript, Keys: l.keys[:1], Args: a.args[1:2]},
+	a.window, a.wake = p.windowMs, p.wake
+	if wait == 0 || a.window == "0" { // a single try records no waiter
+		a.window, a.wake = "0", ""
 	}
-	held, err := l.c.AcquireHold(ctx, spec, wait, core.Wait{
-		Channel: l.channel,
-		Wake:    wake,
+	a.args = [nArgs]string{argLease: p.leaseMs, argField: field, argReentrant: p.reentry, argFenced: p.fenced,
+		argWindow: "0", argRecorded: "0"}
+	return ctx, a
+}
+
+// attempt is what the tries of one acquisition share, in one allocation.
+type attempt struct {
+	hashlock.Grant
+	p      *protocol
+	args   [nArgs]string
+	window string // the wait window, "0" when this acquisition does not wait
+	wake   string // the wake channel, "" when this acquisition does not wait
+}
+
+func (a *attempt) Wait() core.Wait {
+	return core.Wait{
+		Channel: a.p.keys[keyChannel],
+		Wake:    a.wake,
 		Grants:  a,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
 		Try:     a.try,
 		Undo:    a.undo,
-	})
-	if err != nil {
-		if member := a.args[8]; member != "" {
-			l.forget(ctx, field, member)
-		}
-		return nil, core.Errorf(kind, l.name, err)
 	}
-	if l.fenced {
-		held = l.c.WithToken(held, kind, l.name, a.token)
-	}
-	return held, nil
 }
 
-// attempt is what the tries of one acquisition share, in one allocation.
-type attempt struct {
-	l      *Lock
-	args   [9]string // the acquire script's ARGV; args[1] is the owner's field, args[8] its record
-	window string    // the wait window, "0" when this acquisition does not wait
-	token  int64
-	score  int64 // the score the last failed try gave the record: a grant must have come after it
+func (a *attempt) Renew() core.RenewSpec {
+	return core.RenewSpec{Script: renewScript, Keys: a.p.keys[:keyLock+1], Args: a.args[argField : argField+1]}
+}
+
+// End forgets the record of a waiter that gave up.
+func (a *attempt) End(ctx, held context.Context, err error) context.Context {
+	if member := a.args[argRecord]; err != nil && member != "" {
+		a.p.c.Leave(func() { a.p.forget(ctx, a.args[argField], member) })
+	}
+	return held
 }
 
 // Tag names the waiter's record (rlock_wake.lua), unique to this acquisition, and makes the tries
 // from now on leave it.
 func (a *attempt) Tag() string {
-	if a.args[8] == "" && a.window != "0" {
-		l := a.l
-		a.args[4], a.args[5], a.args[6] = a.window, l.c.ID(), lingerMs
-		a.args[8] = l.c.Record(a.args[1], l.grantMs, l.fenceArg)
+	if a.args[argRecord] == "" && a.window != "0" {
+		a.args[argWindow], a.args[argClient], a.args[argLinger] = a.window, a.p.c.ID(), lingerMs
+		a.args[argRecord] = a.p.c.Record(a.args[argField], a.p.grantMs, a.p.fenced)
 	}
-	return a.args[8]
-}
-
-// Claim takes the lock that a release handed to this waiter, if the grant came after its last try
-// (see core.GrantFor): a grant made before it was taken by that try or found void (the lock expired,
-// or was given back).
-func (a *attempt) Claim(payload string) bool {
-	token, ok := core.GrantFor(payload, a.score)
-	if ok {
-		a.token = token
-	}
-	return ok
+	return a.args[argRecord]
 }
 
 func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
-	t, err := core.ReadLockTry(a.l.c.RunAcquire(ctx, acquireScript, a.l.keys[:], a.args[:]))
-	if t.Acquired {
-		a.token = t.Token
-		return true, 0, err // Acquire gives it back when it was not replicated
-	}
+	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, a.p.keys[:keyClients+1], a.args[:]))
+	a.Tried(t)
 	if t.Recorded {
-		a.args[7] = "1" // the script recorded the waiter: the try that succeeds removes it
-		a.score = t.Score
+		a.args[argRecorded] = "1" // the try that succeeds removes the record
 	}
-	return false, t.RetryIn, err
+	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
 }
 
-func (a *attempt) undo(ctx context.Context) { a.l.release(ctx, a.args[1]) }
+func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
 
 // forget removes the record of a waiter that gave up, so that no release wakes its client for it, and
 // gives back the lock if a release handed it to that waiter meanwhile.
-func (l *Lock) forget(ctx context.Context, field, member string) {
+func (p *protocol) forget(ctx context.Context, field, member string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
-	keys := []string{l.name, l.channel, l.keys[2], l.keys[3], l.wakePrefix, l.keys[1]}
-	l.c.Run(ctx, forgetScript, keys, []string{field, member, l.c.Publish(), l.c.NumSub()})
+	p.c.Run(ctx, forgetScript, p.keys[:keyWakePrefix+1], []string{field, member, p.c.Publish(), p.c.NumSub()})
 }
 
 // Stray gives back a lock that a release handed to a waiter of this client that is no longer there.
@@ -246,82 +236,52 @@ func (a *attempt) Stray(member, _ string) {
 	if !ok {
 		return
 	}
-	a.l.forget(context.Background(), client+":"+owner, member)
+	a.p.forget(context.Background(), client+":"+owner, member)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
-func (l *Lock) Token(ctx context.Context) (int64, bool) {
-	return l.c.Token(ctx, kind, l.name)
-}
+func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.h.Token(ctx) }
 
 // Unlock releases the hold that ctx carries: the lock is free when every Lock has been matched by an
 // Unlock. It returns an error matching redisync.ErrNotHeld, and changes nothing, when ctx carries no
 // hold of the lock (never did, released it, or its lease ended), and redisync.ErrNotInnermost when
 // holds taken inside it are still open. It releases even when ctx has been cancelled.
-func (l *Lock) Unlock(ctx context.Context) error {
-	return l.c.Unlock(ctx, kind, l.name, l.name, l.c.Owner, func(ctx context.Context, _ int64, field string) (int64, error) {
-		return l.release(ctx, field)
-	})
-}
+func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
-func (l *Lock) release(ctx context.Context, field string) (int64, error) {
-	keys := []string{l.name, l.channel, l.c.RequestKey(l.latchKey), l.keys[2], l.keys[3], l.wakePrefix, l.keys[1]}
-	args := []string{l.leaseMs, field, l.c.Publish(), latchTTL, l.c.NumSub()}
-	n, err := l.c.Run(ctx, releaseScript, keys, args).AsInt64()
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, core.ErrNotHeld
-	}
-	return n, nil
+func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, error) {
+	keys := [nKeys]string{}
+	copy(keys[:], p.keys[:])
+	keys[keyLatch] = p.c.RequestKey(p.latch)
+	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.c.NumSub()}
+	return hashlock.ReadRelease(p.c.Run(ctx, releaseScript, keys[:], args))
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes a waiter. It reports whether the lock was
 // held. Holders on this Client see their ctx end with redisync.ErrLost at once; holders elsewhere at
 // their next renewal.
-func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, core.Invalid(kind, l.name, "nil context")
-	}
-	keys := []string{l.name, l.channel, l.keys[2], l.keys[3], l.wakePrefix, l.keys[1]}
-	n, err := l.c.Run(ctx, forceScript, keys, []string{l.c.Publish(), l.c.NumSub()}).AsInt64()
-	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
-	}
-	l.c.LoseHolds(l.name, fmt.Errorf("%w: forced unlock", core.ErrLost))
-	return n == 1, nil
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.h.ForceUnlock(ctx) }
+
+func (p *protocol) ForceRelease(ctx context.Context) (bool, error) {
+	n, err := p.c.Run(ctx, forceScript, p.keys[:keyWakePrefix+1], []string{p.c.Publish(), p.c.NumSub()}).AsInt64()
+	return n == 1, err
 }
 
 // IsLocked reports whether any owner holds the lock.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	return l.c.Exists(ctx, kind, l.name, l.name)
-}
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.h.Exists(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.HoldCount(ctx)
-	return n > 0, err
-}
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.h.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	owner, ok := core.OwnerID(ctx)
-	if !ok {
-		return 0, nil
-	}
-	return l.c.HoldCount(ctx, kind, l.name, l.name, l.c.Owner(owner))
-}
+func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.h.HoldCount(ctx) }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it is held without expiry (only a foreign writer can do that).
-func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	return l.c.TTL(ctx, kind, l.name, l.name)
-}
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.h.TTL(ctx) }
 
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return core.Locked(ctx, l.Lock, l.Unlock, fn)
+	return l.h.Do(ctx, fn)
 }

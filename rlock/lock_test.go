@@ -277,7 +277,7 @@ func TestWatchdog(t *testing.T) {
 			t.Fatalf("TTL after renewals = %v, %v; want in (0, %v]", ttl, err, timeout)
 		}
 		mustUnlock(t, l, held)
-		if n := (*core.Client)(c).Renewals(); n != 0 {
+		if n := core.Of(c).Renewals(); n != 0 {
 			t.Fatalf("%d holds still renewed after Unlock", n)
 		}
 		// A renewal round in flight at Unlock (it lasts a third of the timeout at most) finds the hold
@@ -348,7 +348,7 @@ func TestWatchdogFindsLockGone(t *testing.T) {
 // parked waits until a goroutine of c waits for a release of lock name, its channel subscribed.
 func parked(t *testing.T, c *redisync.Client, name string) {
 	t.Helper()
-	n, channel := (*core.Client)(c).Notifier(), "redisson_lock__channel:{"+name+"}"
+	n, channel := core.Of(c).Notifier(), "redisson_lock__channel:{"+name+"}"
 	testkit.Eventually(t, 10*time.Second, func() error {
 		if n.Waiting(channel) == 0 || !n.Subscribed(channel) {
 			return errors.New("no waiter parked on " + channel)

@@ -14,14 +14,14 @@ import (
 
 // waiting returns how many goroutines of c wait on the lock's channel.
 func waiting(c *redisync.Client, name string) int {
-	return (*core.Client)(c).Notifier().Waiting("redisson_rwlock:{" + name + "}")
+	return core.Of(c).Notifier().Waiting("redisson_rwlock:{" + name + "}")
 }
 
 // subscribed waits until c's notifier has the channel of name subscribed.
 func subscribed(t *testing.T, c *redisync.Client, name string) {
 	t.Helper()
 	testkit.Eventually(t, 10*time.Second, func() error {
-		if !(*core.Client)(c).Notifier().Subscribed("redisson_rwlock:{" + name + "}") {
+		if !core.Of(c).Notifier().Subscribed("redisson_rwlock:{" + name + "}") {
 			return errors.New("channel not subscribed yet")
 		}
 		return nil
@@ -198,7 +198,7 @@ func TestFixedLease(t *testing.T) {
 		if ms := num(t, rdb, "PTTL", leaseKey("leased", owner(t, c, r), 1)); (ms <= 0 && !time.Now().After(d)) || ms > 500 {
 			t.Fatalf("read lease key PTTL %d, want (0, 500]", ms)
 		}
-		if n := (*core.Client)(c).Renewals(); n != 0 {
+		if n := core.Of(c).Renewals(); n != 0 {
 			t.Fatalf("a fixed lease is renewed (%d renewals)", n)
 		}
 		<-r.Done()
@@ -243,7 +243,7 @@ func TestWatchdog(t *testing.T) {
 		rdb := tg.Redis(t)
 		const timeout = time.Second
 		c := tg.Client(t, redisync.WithWatchdogTimeout(timeout))
-		cc := (*core.Client)(c)
+		cc := core.Of(c)
 		rw := mustNew(t, c, "watched")
 
 		w, err := rw.WriteLock().Lock(ctx)

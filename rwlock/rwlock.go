@@ -34,6 +34,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hashlock"
 )
 
 // ErrUpgrade: an owner that holds the read lock asked for the write lock. Upgrading is refused at
@@ -58,24 +59,23 @@ type RWLock struct {
 }
 
 // Option configures an RWLock.
-type Option func(*config)
+type Option func(*options)
 
-type config struct {
-	lease       time.Duration
-	reentrant   bool
+type options struct {
+	hashlock.Options
 	preferWrite bool
 }
 
 // WithLease gives every acquisition, read or write, a fixed lease: each hold frees itself after d
 // unless unlocked before, with no renewal, and the ctx Lock returns has the lease's end (less 1% +
-// 2 ms for clock drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the holds while they are held and lets
-// them expire within the watchdog timeout when the process dies.
-func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+// 2 ms for clock drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the holds
+// while they are held and lets them expire within the watchdog timeout when the process dies.
+func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
 // NonReentrant makes re-entry an error: an owner that takes the read lock (or the write lock) again
 // gets redisync.ErrAlreadyHeld, and its holds are unchanged. Taking the read lock while writing
 // (downgrade) is not re-entry and stays allowed.
-func NonReentrant() Option { return func(c *config) { c.reentrant = false } }
+func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 
 // WithWriterPreference makes a waiting writer keep new readers out: readers already inside may finish
 // and re-enter, and the writer gets in once they are gone. Without it a stream of overlapping readers
@@ -85,62 +85,42 @@ func NonReentrant() Option { return func(c *config) { c.reentrant = false } }
 // Redisson's layout: Java readers ignore it) and renews the announcement at each try; one that gives
 // up withdraws it, and one that dies lets it lapse after twice the Client's recheck interval. Every
 // RWLock value on the name should use this option, since only those that do honour it.
-func WithWriterPreference() Option { return func(c *config) { c.preferWrite = true } }
+func WithWriterPreference() Option { return func(o *options) { o.preferWrite = true } }
 
 // New returns the read-write lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
-	if c == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if name == "" {
-		return nil, core.Invalid(kind, name, "empty name")
-	}
-	cfg := config{reentrant: true}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.lease < 0 {
-		return nil, core.Invalid(kind, name, "negative lease %v", cfg.lease)
-	}
-	if cfg.lease > 0 && cfg.lease < time.Millisecond {
-		return nil, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", cfg.lease)
-	}
-	cc := (*core.Client)(c)
-	lease := cfg.lease
-	if lease == 0 {
-		lease = cc.Config().WatchdogTimeout
-	}
-	base := Lock{
-		c:           cc,
-		name:        name,
-		lease:       cfg.lease,
-		reentrant:   cfg.reentrant,
-		channel:     core.Prefixed("redisson_rwlock", name),
-		writersKey:  core.Prefixed("redisync_rwlock_writers", name),
-		latchKey:    core.Prefixed("redisson_unlock_latch", name) + ":",
-		leasePrefix: core.Suffixed(name, ""),
-		leaseMs:     strconv.FormatInt(lease.Milliseconds(), 10),
-		reentryArg:  flag(cfg.reentrant),
-	}
-	rw := &RWLock{read: base, write: base}
-	rw.read.preferArg = flag(cfg.preferWrite)
-	rw.write.writer = true
-	rw.write.intentMs = "0"
-	if cfg.preferWrite {
-		rw.write.intentMs = strconv.FormatInt((2 * cc.Config().Recheck).Milliseconds(), 10)
+	cc := core.Of(c)
+	rw := &RWLock{}
+	for _, l := range []*Lock{&rw.read, &rw.write} {
+		s := &side{c: cc, writer: l == &rw.write, name: name, policy: hashlock.Flag(o.preferWrite), mode: "read"}
+		h, err := hashlock.New(cc, kind, name, o.Options, s)
+		if err != nil {
+			return nil, err
+		}
+		side := core.SideKeys(name, "redisson_rwlock", "redisync_rwlock_writers", "redisson_unlock_latch")
+		s.channel, s.writers, s.latch = side[0], side[1], side[2]
+		s.prefix = core.Suffixed(name, "")
+		s.leaseMs, s.reentry = h.LeaseMs, h.ReentryArg
+		h.Kind = "read lock"
+		h.Shared = true // readers share, and may release in any order
+		if s.writer {
+			h.Kind, h.Shared, s.mode = "write lock", false, "write"
+			s.policy = "0"
+			if o.preferWrite {
+				s.policy = strconv.FormatInt((2 * cc.Config().Recheck).Milliseconds(), 10)
+			}
+		}
+		*l = Lock{h: h, p: s}
 	}
 	return rw, nil
 }
 
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
 // Name returns the lock's name, which is also its key in Redis.
-func (rw *RWLock) Name() string { return rw.read.name }
+func (rw *RWLock) Name() string { return rw.read.h.Name }
 
 // ReadLock returns the shared side of the lock: many owners may hold it at once, while nobody holds
 // the write lock (except themselves: see the package doc on downgrade).

@@ -64,7 +64,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 	if name == "" {
 		return nil, core.Invalid(expirableKind, name, "empty name")
 	}
-	e := &Expirable{c: (*core.Client)(c), name: name}
+	e := &Expirable{c: core.Of(c), name: name}
 	for _, o := range opts {
 		o(e)
 	}
@@ -256,6 +256,30 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 		return fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id)
 	}
 	return nil
+}
+
+// LeaseLeft returns how long the permit id has before its lease ends and it returns to the pool, or
+// -1 when it never expires (Redisson's getLeaseTime). It returns an error matching
+// redisync.ErrNotHeld when the permit is not acquired (its lease ended, it was released, or it never
+// existed).
+func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, error) {
+	if ctx == nil {
+		return 0, core.Invalid(expirableKind, e.name, "nil context")
+	}
+	raw, err := decodeID(id)
+	if err != nil {
+		return 0, core.Errorf(expirableKind, e.name, err)
+	}
+	ms, err := e.c.Run(ctx, expirableScript, e.keys, []string{"left", e.c.Publish(), raw}).AsInt64()
+	switch {
+	case err != nil:
+		return 0, core.Errorf(expirableKind, e.name, err)
+	case ms == -2:
+		return 0, core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id))
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // decodeID turns a permit id as users see it (32 hex digits) into the 16 bytes stored in Redis.

@@ -571,3 +571,38 @@ func TestExpirableLostAnswerGivesBack(t *testing.T) {
 		}
 	})
 }
+
+// The lease a permit has left (Redisson's getLeaseTime), -1 without expiry, ErrNotHeld once it is
+// released.
+func TestExpirableLeaseLeft(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		e := newExpirable(t, tg.Client(t), unique("expirable-left"), semaphore.WithLease(time.Minute))
+		if err := e.AddPermits(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := e.Acquire(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left, err := e.LeaseLeft(ctx, ids[0])
+		if err != nil || left <= 30*time.Second || left > time.Minute {
+			t.Fatalf("LeaseLeft = %v, %v; want just under a minute", left, err)
+		}
+		if err := e.UpdateLease(ctx, ids[1], 0); err != nil {
+			t.Fatal(err)
+		}
+		if left, err := e.LeaseLeft(ctx, ids[1]); err != nil || left != -1 {
+			t.Fatalf("LeaseLeft of a permit that never expires = %v, %v; want -1", left, err)
+		}
+		if err := e.Release(ctx, ids...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.LeaseLeft(ctx, ids[0]); !errors.Is(err, redisync.ErrNotHeld) {
+			t.Fatalf("LeaseLeft of a released permit = %v, want ErrNotHeld", err)
+		}
+		if _, err := e.LeaseLeft(ctx, "not-an-id"); !errors.Is(err, redisync.ErrInvalidArgument) {
+			t.Fatalf("LeaseLeft of a malformed id = %v, want ErrInvalidArgument", err)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,14 +28,18 @@ func unique(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1))
 }
 
-// scriptSHA returns the SHA1 that EVALSHA sends for an embedded script.
-func scriptSHA(t testing.TB, file string) string {
+// scriptSHA returns the SHA1 that EVALSHA sends for the script lua.Load makes of files.
+func scriptSHA(t testing.TB, files ...string) string {
 	t.Helper()
-	src, err := os.ReadFile("../lua/" + file)
-	if err != nil {
-		t.Fatal(err)
+	parts := make([]string, len(files))
+	for i, f := range files {
+		src, err := os.ReadFile("../lua/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[i] = string(src)
 	}
-	sum := sha1.Sum(src)
+	sum := sha1.Sum([]byte(strings.Join(parts, "\n")))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -93,7 +98,7 @@ func spied(t *testing.T, tg *testkit.Target, match func(args []string) bool, opt
 
 // waiting returns how many goroutines of c wait on the semaphore channel of name.
 func waiting(c *redisync.Client, name string) int {
-	return (*core.Client)(c).Notifier().Waiting(core.Prefixed("redisson_sc", name))
+	return core.Of(c).Notifier().Waiting(core.Prefixed("redisson_sc", name))
 }
 
 // channelOf is the Redisson channel of a semaphore, spelled out rather than computed, so that a

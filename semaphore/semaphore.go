@@ -35,12 +35,12 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
 )
 
 var (
-	acquireScript = lua.Load("semaphore_acquire.lua")
+	acquireScript = lua.Load("wake_records.lua", "semaphore_acquire.lua")
 	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_add.lua")
 	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
@@ -81,7 +81,7 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 	if name == "" {
 		return nil, core.Invalid(kind, name, "empty name")
 	}
-	s := &Semaphore{c: (*core.Client)(c), name: name, channel: channel(name), windowMs: "0"}
+	s := &Semaphore{c: core.Of(c), name: name, channel: channel(name), windowMs: "0"}
 	side := core.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
 		"redisync_semaphore__wake", "redisync_semaphore_grants")
 	s.keys = [6]string{name, s.channel, side[0], side[1], side[2] + ":", side[3]}
@@ -177,7 +177,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	a := &acquisition{s: s}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
-	a.args = [...]string{itoa(n), "0", "", s.c.ID(), lingerMs, "0"}
+	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.ID(), argLinger: lingerMs, argRecorded: "0"}
 	w := core.Wait{
 		Channel: s.channel,
 		Weight:  n,
@@ -189,18 +189,29 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		w.Wake, w.Grants = s.wake, a
 	}
 	if _, err := s.c.Acquire(ctx, wait, w); err != nil {
-		if member := a.args[2]; member != "" {
-			s.forget(ctx, member)
+		if member := a.args[argRecord]; member != "" {
+			s.c.Leave(func() { s.forget(ctx, member) })
 		}
 		return core.Errorf(kind, s.name, err)
 	}
 	return nil
 }
 
+// The acquire script's ARGV (semaphore_acquire.lua).
+const (
+	argPermits  = iota
+	argWindow   // ms within which the waiter tries again; "0": it does not wait, and is not recorded
+	argRecord   // the waiter's record, once it listens
+	argClient   // this client's id, for the clients' record
+	argLinger   // ms the client listens after its last waiter left
+	argRecorded // "1" once a try recorded the waiter
+	nArgs
+)
+
 // acquisition is what the tries of one Acquire share, in one allocation.
 type acquisition struct {
 	s     *Semaphore
-	args  [6]string // the acquire script's ARGV; args[2] is the waiter's record once it listens
+	args  [nArgs]string
 	score int64     // the score the last failed try gave the record: a grant must have come after it
 }
 
@@ -215,7 +226,7 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 		return true, 0, notReplicated // Acquire gives it back when it was not replicated
 	}
 	if len(res) > 1 {
-		a.args[5] = "1" // the script recorded the waiter: the try that succeeds removes it
+		a.args[argRecorded] = "1" // the try that succeeds removes the record
 		a.score = res[1]
 	}
 	return false, 0, nil
@@ -224,11 +235,11 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 // Tag names the waiter's record (semaphore_wake.lua), unique to this acquisition, and makes the
 // tries from now on leave it.
 func (a *acquisition) Tag() string {
-	if a.args[2] == "" {
-		a.args[1] = a.s.windowMs
-		a.args[2] = a.s.c.Record(a.s.c.ID(), a.args[0]) // '<client id>:<attempt>:<permits>'
+	if a.args[argRecord] == "" {
+		a.args[argWindow] = a.s.windowMs
+		a.args[argRecord] = a.s.c.Record(a.s.c.ID(), a.args[argPermits]) // '<client id>:<attempt>:<permits>'
 	}
-	return a.args[2]
+	return a.args[argRecord]
 }
 
 // Claim takes the permits that a release took for this waiter, if it did so after the waiter's last
@@ -238,7 +249,7 @@ func (a *acquisition) Claim(payload string) bool {
 	if _, ok := core.GrantFor(payload, a.score); !ok {
 		return false
 	}
-	a.s.c.DeleteLater(a.s.keys[5], a.args[2])
+	a.s.c.DeleteLater(a.s.keys[5], a.args[argRecord])
 	return true
 }
 
@@ -343,8 +354,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if ctx == nil {
 		return 0, core.Invalid(kind, s.name, "nil context")
 	}
-	rdb := s.c.RDB()
-	n, err := rdb.Do(ctx, rdb.B().Get().Key(s.name).Build()).AsInt64()
+	n, err := s.c.Query(ctx, s.c.RDB().B().Get().Key(s.name).Build()).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return 0, core.Errorf(kind, s.name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -15,7 +16,10 @@ import (
 )
 
 // forwarded are the signals the tool passes on to COMMAND. Waiting for the lock, they stop the wait.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+//
+// SIGQUIT is one of them: a Go program's default for it (a goroutine dump and exit) would leave the
+// lock behind.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 // signalStatus is the shell's exit status for a process ended by sig.
 func signalStatus(sig os.Signal) int {
@@ -83,55 +87,79 @@ func resolve(name string, stderr io.Writer, sub string) (string, int) {
 	return "", exitCannotExec
 }
 
-// child is COMMAND, run while a lock or permit is held.
+// child is COMMAND under its supervisor (see supervise), run while a lock or permit is held.
 type child struct {
-	cmd   *exec.Cmd
-	group bool // COMMAND leads its own process group, which receives the signals
+	cmd  *exec.Cmd
+	kill *os.File // closing it makes the supervisor kill the whole tree
+	tty  int      // the terminal handed to COMMAND's group as its foreground, or -1
 }
 
-// startChild starts COMMAND with the tool's stdin, stdout and stderr.
-//
-// Like timeout(1), COMMAND gets its own process group, so that a lost lock stops everything COMMAND
-// started (sh -c '...' and its children), not only its first process. On a terminal it stays in the
-// tool's group instead, so that it can read the terminal and gets Ctrl-C directly.
-func startChild(path string, argv []string) (*child, error) {
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0]
+// startChild starts COMMAND with the tool's stdin, stdout and stderr, under a supervisor that leads
+// COMMAND's process group. Like timeout(1), the group receives the signals, so that a lost lock
+// stops everything COMMAND started (sh -c '...' and its children), not only its first process.
+// When the tool is in the foreground of a terminal, the group becomes the terminal's foreground
+// instead, as a shell does for a job: COMMAND can read the terminal, and Ctrl-C reaches it once,
+// from the terminal, and not a second time from the tool.
+func startChild(path string, argv []string, grace time.Duration, env []string) (*child, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	args := append([]string{superviseArg, strconv.FormatInt(grace.Milliseconds(), 10), path}, argv...)
+	cmd := exec.Command(supervisorPath(), args...)
+	cmd.Args[0] = "redisync"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	attr := &syscall.SysProcAttr{}
-	deathSignal(attr)
-	c := &child{cmd: cmd, group: !isTerminal(os.Stdin)}
-	attr.Setpgid = c.group
-	cmd.SysProcAttr = attr
+	cmd.ExtraFiles = []*os.File{r} // the supervisor's parentFD
+	cmd.Env = env
+	c := &child{cmd: cmd, kill: w, tty: foregroundTTY()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: c.tty >= 0, Ctty: max(c.tty, 0)}
 	if err := cmd.Start(); err != nil {
+		w.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+// foregroundTTY returns the descriptor (0, 1 or 2) of a terminal whose foreground is the tool's
+// process group, or -1.
+func foregroundTTY() int {
+	for fd := range 3 {
+		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pgrp == syscall.Getpgrp() {
+			return fd
+		}
+	}
+	return -1
 }
 
-func (c *child) signal(sig syscall.Signal) {
-	if c.group {
-		// The group id is COMMAND's pid; its processes may outlive COMMAND itself.
-		syscall.Kill(-c.cmd.Process.Pid, sig)
+// takeTerminal makes the tool's group the terminal's foreground again once COMMAND is done.
+func (c *child) takeTerminal() {
+	if c.tty < 0 {
 		return
 	}
-	c.cmd.Process.Signal(sig)
+	// From the background, tcsetpgrp stops the caller with SIGTTOU unless it ignores it.
+	signal.Ignore(syscall.SIGTTOU)
+	unix.IoctlSetPointerInt(c.tty, unix.TIOCSPGRP, syscall.Getpgrp())
+	signal.Reset(syscall.SIGTTOU)
 }
 
-// supervise waits for COMMAND to end. It passes caught signals on to COMMAND; when held ends (the
-// lock is lost, or its fixed lease ran out) it sends SIGTERM, then SIGKILL after grace. It returns
-// COMMAND's exit status and, when held ended first, its cause.
+// signal sends sig to COMMAND's process group (the supervisor ignores it).
+func (c *child) signal(sig syscall.Signal) {
+	syscall.Kill(-c.cmd.Process.Pid, sig)
+}
+
+// supervise waits for COMMAND and what it started to end. It passes caught signals on to COMMAND's
+// group; when held ends (the lock is lost, or its fixed lease ran out) it sends SIGTERM, and has the
+// whole tree killed after grace. It returns COMMAND's exit status and, when held ended first, its
+// cause.
 func (c *child) supervise(held context.Context, sigs *signals, grace time.Duration, onLost func(cause error)) (status int, lost error) {
 	done := make(chan struct{})
 	go func() {
 		c.cmd.Wait()
 		close(done)
 	}()
+	defer c.takeTerminal()
+	defer c.kill.Close()
 	heldDone := held.Done()
 	var kill <-chan time.Time
 	for {
@@ -150,15 +178,7 @@ func (c *child) supervise(held context.Context, sigs *signals, grace time.Durati
 			kill = t.C
 		case <-kill:
 			kill = nil
-			c.signal(syscall.SIGKILL)
+			c.kill.Close()
 		}
 	}
-}
-
-// exitStatus is the shell's status for a finished process: its exit code, or 128 + the signal.
-func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

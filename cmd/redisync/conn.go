@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -12,15 +17,31 @@ import (
 	"github.com/redisync/redisync"
 )
 
+// Environment variables. Passwords come only from the environment or a file, never from argv, where
+// every user of the machine can read them (ps).
 const (
-	addrEnv     = "REDISYNC_ADDR"
-	defaultAddr = "127.0.0.1:6379"
+	addrEnv             = "REDISYNC_ADDR"
+	urlEnv              = "REDISYNC_URL"
+	passwordEnv         = "REDISYNC_PASSWORD"
+	sentinelPasswordEnv = "REDISYNC_SENTINEL_PASSWORD"
+	defaultAddr         = "127.0.0.1:6379"
+	defaultPort         = "6379"
 )
 
 // connFlags are the connection flags every subcommand takes.
 type connFlags struct {
-	addr     string
-	sentinel string
+	addr         string
+	url          string
+	user         string
+	passwordFile string
+	db           int
+	tls          bool
+	cacert       string
+	cert         string
+	key          string
+	sentinel     string
+	sentinelUser string
+	sentinelPass string // file
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
@@ -28,37 +49,184 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 }
 
 func (c *connFlags) registerWith(fs *flag.FlagSet, note string) {
-	fs.StringVar(&c.addr, "addr", "", "Redis `host:port`; several, comma-separated, for a cluster, or the sentinels' with --sentinel\n"+note)
+	fs.StringVar(&c.addr, "addr", "", "Redis `host:port` (port 6379 if left out); several, comma-separated, for a cluster, or the sentinels' with --sentinel\n"+note)
+	fs.StringVar(&c.url, "url", "", "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB] or rediss:// (TLS) (default $"+urlEnv+");\n`URL`s with a password are better given in $"+urlEnv+": argv is public")
+	fs.StringVar(&c.user, "user", "", "ACL `USER` to authenticate as; the password comes from $"+passwordEnv+" or --password-file")
+	fs.StringVar(&c.passwordFile, "password-file", "", "read the password from `FILE` (its first line)")
+	fs.IntVar(&c.db, "db", -1, "select database `N` (standalone and Sentinel)")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (implied by rediss:// and by --cacert, --cert)")
+	fs.StringVar(&c.cacert, "cacert", "", "verify the server with the CA certificates in PEM `FILE` (default: the system's)")
+	fs.StringVar(&c.cert, "cert", "", "client certificate PEM `FILE` for TLS client authentication (with --key)")
+	fs.StringVar(&c.key, "key", "", "client private key PEM `FILE` (with --cert)")
 	fs.StringVar(&c.sentinel, "sentinel", "", "connect through Sentinel to the master named `MASTER`; --addr lists the sentinels")
+	fs.StringVar(&c.sentinelUser, "sentinel-user", "", "ACL `USER` for the sentinels; their password comes from $"+sentinelPasswordEnv+" or --sentinel-password-file")
+	fs.StringVar(&c.sentinelPass, "sentinel-password-file", "", "read the sentinels' password from `FILE`")
 }
 
-// explicit reports whether an address was given on the command line.
-func (c *connFlags) explicit() bool { return c.addr != "" || c.sentinel != "" }
+// explicit reports whether a server was given on the command line.
+func (c *connFlags) explicit() bool { return c.addr != "" || c.url != "" || c.sentinel != "" }
 
-// option returns the rueidis options the flags describe.
+// option returns the rueidis options the flags and the environment describe. Its errors never
+// contain a password.
 func (c *connFlags) option() (rueidis.ClientOption, error) {
-	addr := c.addr
-	if addr == "" {
-		addr = os.Getenv(addrEnv)
+	// The tool never uses client-side caching, and managed servers may lack CLIENT TRACKING.
+	opt := rueidis.ClientOption{DisableCache: true}
+	u := c.url
+	if u == "" {
+		u = os.Getenv(urlEnv)
 	}
-	if addr == "" {
-		addr = defaultAddr
-	}
-	var addrs []string
-	for _, a := range strings.Split(addr, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			addrs = append(addrs, a)
+	if u != "" {
+		parsed, err := rueidis.ParseURL(u)
+		if err != nil {
+			return opt, fmt.Errorf("bad URL: %v", urlError(err))
+		}
+		parsed.DisableCache = true
+		opt = parsed
+		if p, ok := urlPassword(u); ok {
+			addSecret(p)
 		}
 	}
-	if len(addrs) == 0 {
-		return rueidis.ClientOption{}, errors.New("no address in --addr")
+	addr := c.addr
+	if addr == "" && u == "" {
+		if addr = os.Getenv(addrEnv); addr == "" {
+			addr = defaultAddr
+		}
 	}
-	// The tool never uses client-side caching, and managed servers may lack CLIENT TRACKING.
-	opt := rueidis.ClientOption{InitAddress: addrs, DisableCache: true}
+	if addr != "" {
+		if strings.Contains(addr, "://") || strings.Contains(addr, "@") {
+			return opt, errors.New("--addr takes host:port; give a URL with --url or $" + urlEnv)
+		}
+		opt.InitAddress = nil
+		for _, a := range strings.Split(addr, ",") {
+			if a = strings.TrimSpace(a); a == "" {
+				continue
+			}
+			a, err := hostPort(a)
+			if err != nil {
+				return opt, err
+			}
+			opt.InitAddress = append(opt.InitAddress, a)
+		}
+		if len(opt.InitAddress) == 0 {
+			return opt, errors.New("no address in --addr")
+		}
+	}
+	if c.user != "" {
+		opt.Username = c.user
+	}
+	pass, err := secret(passwordEnv, c.passwordFile, "--password-file")
+	if err != nil {
+		return opt, err
+	}
+	if pass != "" {
+		opt.Password = pass
+	}
+	if c.db >= 0 {
+		opt.SelectDB = c.db
+	}
+	if c.tls || c.cacert != "" || c.cert != "" || c.key != "" || opt.TLSConfig != nil {
+		if opt.TLSConfig, err = c.tlsConfig(opt.TLSConfig, opt.InitAddress); err != nil {
+			return opt, err
+		}
+	}
 	if c.sentinel != "" {
-		opt.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinel}
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinel, Username: c.sentinelUser, TLSConfig: opt.TLSConfig}
+		if opt.Sentinel.Password, err = secret(sentinelPasswordEnv, c.sentinelPass, "--sentinel-password-file"); err != nil {
+			return opt, err
+		}
+	} else if c.sentinelUser != "" || c.sentinelPass != "" {
+		return opt, errors.New("--sentinel-user and --sentinel-password-file go with --sentinel")
 	}
 	return opt, nil
+}
+
+// hostPort checks a host:port and adds the default port to a bare host.
+func hostPort(a string) (string, error) {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		// A bare host ("127.0.0.1", "redis", "::1", "[::1]") gets Redis's port.
+		h := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
+		if strings.ContainsAny(h, "[]/ ") || h == "" {
+			return "", fmt.Errorf("bad address %q: want host:port", a)
+		}
+		return net.JoinHostPort(h, defaultPort), nil
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("bad address %q: the port must be a number from 1 to 65535", a)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// secret reads a password from the environment variable env or from file (flag names the flag).
+func secret(env, file, flag string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", flag, err)
+		}
+		p, _, _ := strings.Cut(string(b), "\n")
+		p = strings.TrimSuffix(p, "\r")
+		if p == "" {
+			return "", fmt.Errorf("%s: %s has no password on its first line", flag, file)
+		}
+		addSecret(p)
+		return p, nil
+	}
+	p := os.Getenv(env)
+	addSecret(p)
+	return p, nil
+}
+
+func (c *connFlags) tlsConfig(base *tls.Config, addrs []string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if base != nil {
+		cfg = base.Clone()
+	}
+	if cfg.ServerName == "" && len(addrs) > 0 {
+		cfg.ServerName, _, _ = net.SplitHostPort(addrs[0])
+	}
+	if c.cacert != "" {
+		pem, err := os.ReadFile(c.cacert)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert: no PEM certificate in %s", c.cacert)
+		}
+		cfg.RootCAs = pool
+	}
+	if (c.cert == "") != (c.key == "") {
+		return nil, errors.New("--cert and --key go together")
+	}
+	if c.cert != "" {
+		pair, err := tls.LoadX509KeyPair(c.cert, c.key)
+		if err != nil {
+			return nil, fmt.Errorf("--cert, --key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// urlError drops the URL itself from a parse error: it may hold a password.
+func urlError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func urlPassword(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return "", false
+	}
+	return u.User.Password()
 }
 
 // connect returns a Client on the flags' server, or the exit status and a message on stderr.
@@ -69,16 +237,37 @@ func (c *connFlags) connect(cmd *command, opts ...redisync.Option) (*redisync.Cl
 	}
 	client, err := redisync.New(opt, opts...)
 	if err != nil {
-		fmt.Fprintf(cmd.stderr, "redisync %s: cannot connect to %s: %v\n", cmd.name, describe(opt), err)
-		return nil, exitUnavailable
+		return nil, connectError(cmd, opt, err)
 	}
 	return client, -1
+}
+
+// rawClient returns a rueidis client on the flags' server (for inspect, which only reads).
+func (c *connFlags) rawClient(cmd *command) (rueidis.Client, int) {
+	opt, err := c.option()
+	if err != nil {
+		return nil, cmd.usageError("%v", err)
+	}
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, connectError(cmd, opt, err)
+	}
+	return rdb, -1
+}
+
+// connectError reports a failed connection in words and returns its status.
+func connectError(cmd *command, opt rueidis.ClientOption, err error) int {
+	fmt.Fprintf(cmd.stderr, "redisync %s: cannot connect to %s: %s\n", cmd.name, describe(opt), explain(err))
+	return statusOf(err)
 }
 
 func describe(opt rueidis.ClientOption) string {
 	s := strings.Join(opt.InitAddress, ",")
 	if opt.Sentinel.MasterSet != "" {
 		s = fmt.Sprintf("master %q through sentinels %s", opt.Sentinel.MasterSet, s)
+	}
+	if opt.TLSConfig != nil {
+		s += " (TLS)"
 	}
 	return s
 }

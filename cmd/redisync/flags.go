@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -95,15 +97,28 @@ func (w *waitFlag) String() string {
 }
 
 func (w *waitFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := parseWait(s)
 	if err != nil {
 		return err
 	}
-	if d < 0 {
-		return fmt.Errorf("negative duration %v", d)
-	}
 	w.d, w.set = d, true
 	return nil
+}
+
+// parseWait reads a duration ("1m30s") or, as flock's -w, a plain number of seconds ("90", "0.5").
+func parseWait(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > math.MaxInt64/float64(time.Second) {
+			return 0, fmt.Errorf("%q is neither a duration (1m30s) nor seconds (90)", s)
+		}
+		d = time.Duration(f * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration %v", d)
+	}
+	return d, nil
 }
 
 // bound returns the wait in the library's terms: -1 for no bound.

@@ -17,10 +17,10 @@ import (
 	"github.com/redisync/redisync/internal/core"
 )
 
-const inspectHeader = `Usage: redisync inspect [--json] NAME
+const inspectHeader = `Usage: redisync inspect [--json] [--watch [--interval D]] NAME
 
 Shows what Redis holds under NAME, read without changing anything (only TYPE, HGETALL, GET, PTTL,
-LRANGE, ZRANGE, EXISTS, TIME and PUBSUB NUMSUB are sent): which primitive it is, its holders and
+LRANGE, ZRANGE, EXISTS, TIME, PUBSUB NUMSUB and, for other keys, their length are sent): which primitive it is, its holders and
 their hold counts, its TTL, the fair lock's queue with each waiter's deadline, the read-write lock's
 mode and per-reader leases, a semaphore's available permits and the expiry of each acquired permit,
 a latch's count, a rate limiter's rate and permits left. It reads Redisson's layout, so it shows
@@ -35,8 +35,13 @@ tell which it is and says so.
 `
 
 const inspectFooter = `
+Keys under NAME that are no primitive's are shown by type and size only, never by content. Names,
+owners and ids are printed with control characters escaped. Holders that are this tool show the
+host, pid and command that registered beside the owner (key redisync_holder:{NAME}).
+
 Exit status: 0 (also when nothing is stored under NAME), 1 when NAME holds something that is not a
-redisync or Redisson object, 69 when Redis is unreachable or failing.
+redisync or Redisson object, 77 when Redis refuses a command (NOPERM), 69 when Redis is unreachable
+or failing.
 
 Examples:
   redisync inspect nightly-report
@@ -66,13 +71,16 @@ type state struct {
 	Keys           []string `json:"keys"` // the keys that were found
 
 	RateLimiter *rateState `json:"rate_limiter,omitempty"` // a rate limiter's rate and window
+	// Other: NAME holds a key that is no primitive's (Kind "other"): its type and size only.
+	Other *other `json:"other,omitempty"`
 }
 
 type holderState struct {
-	Owner  string  `json:"owner"`
-	Count  int64   `json:"count"`
-	Write  bool    `json:"write,omitempty"`     // read-write lock: the writer
-	Leases []int64 `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+	Owner  string      `json:"owner"`
+	Who    *holderInfo `json:"who,omitempty"` // the redisync process that holds, as it registered
+	Count  int64       `json:"count"`
+	Write  bool        `json:"write,omitempty"`     // read-write lock: the writer
+	Leases []int64     `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
 }
 
 type waiter struct {
@@ -81,9 +89,10 @@ type waiter struct {
 }
 
 type permit struct {
-	ID      string `json:"id"`
-	Never   bool   `json:"never_expires,omitempty"`
-	Expires int64  `json:"expires_in_ms,omitempty"`
+	ID      string      `json:"id"`
+	Who     *holderInfo `json:"who,omitempty"`
+	Never   bool        `json:"never_expires,omitempty"`
+	Expires int64       `json:"expires_in_ms,omitempty"`
 }
 
 // neverExpires is the score of a permit without lease (Redisson's value).
@@ -93,6 +102,8 @@ const neverExpires = 922337203685477
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("inspect", inspectHeader, inspectFooter, stdout, stderr)
 	asJSON := cmd.fs.Bool("json", false, "print JSON (times in milliseconds, relative to the server's clock)")
+	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, queue, counts or the fencing token change (one JSON object a line with --json)")
+	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads")
 	var conn connFlags
 	conn.register(cmd.fs)
 	pos, _, _, code := cmd.parse(args, 0)
@@ -107,41 +118,77 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	case pos[0] == "":
 		return cmd.usageError("empty NAME")
 	}
-	opt, err := conn.option()
-	if err != nil {
-		return cmd.usageError("%v", err)
-	}
-	rdb, err := rueidis.NewClient(opt)
-	if err != nil {
-		fmt.Fprintf(stderr, "redisync inspect: cannot connect to %s: %v\n", describe(opt), err)
-		return exitUnavailable
+	rdb, code := conn.rawClient(cmd)
+	if code >= 0 {
+		return code
 	}
 	defer rdb.Close()
+	if *watching {
+		return watchInspect(rdb, pos[0], *asJSON, max(*interval, 10*time.Millisecond), stdout, stderr)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := inspect(ctx, rdb, pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "redisync inspect: %v\n", err)
-		if _, ok := err.(notOurs); ok {
-			return exitFailure
-		}
-		return exitUnavailable
+		return redisError(cmd, err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(st)
-		return exitOK
+	} else {
+		st.print(stdout)
 	}
-	st.print(stdout)
+	if st.Other != nil {
+		return exitFailure
+	}
 	return exitOK
 }
 
-// notOurs: the name holds a key of a type no primitive uses.
-type notOurs struct{ name, typ string }
+// other describes a key that is no primitive's: its type and size, never its content, which may
+// be anyone's secret.
+type other struct {
+	Type string `json:"type"`
+	Size int64  `json:"size"` // bytes of a string, elements of anything else
+}
 
-func (e notOurs) Error() string {
-	return fmt.Sprintf("%q is a %s, not a lock, semaphore or latch", e.name, e.typ)
+func (o other) String() string {
+	unit := "elements"
+	if o.Type == "string" {
+		unit = "bytes"
+	}
+	return fmt.Sprintf("a %s of %d %s, not a lock, semaphore or latch", o.Type, o.Size, unit)
+}
+
+// sizeCommand is the command that measures a key of each type.
+func sizeCommand(rdb rueidis.Client, typ, key string) (rueidis.Completed, bool) {
+	b := rdb.B()
+	switch typ {
+	case "string":
+		return b.Strlen().Key(key).Build(), true
+	case "hash":
+		return b.Hlen().Key(key).Build(), true
+	case "list":
+		return b.Llen().Key(key).Build(), true
+	case "set":
+		return b.Scard().Key(key).Build(), true
+	case "zset":
+		return b.Zcard().Key(key).Build(), true
+	case "stream":
+		return b.Xlen().Key(key).Build(), true
+	}
+	return rueidis.Completed{}, false
+}
+
+// foreign fills st for a key that is no primitive's.
+func (r *reader) foreign(st *state, typ string) {
+	st.Kind = "other"
+	o := &other{Type: typ, Size: -1}
+	if cmd, ok := sizeCommand(r.rdb, typ, st.Name); ok {
+		o.Size, _ = r.do(cmd).AsInt64()
+	}
+	st.Other = o
+	st.Holders, st.Count, st.Available, st.Mode = nil, nil, nil, ""
 }
 
 // reader sends read-only commands and remembers the first error.
@@ -174,10 +221,8 @@ func (r *reader) int(key string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
+	// Never the value in a message: a string that is not a number is someone else's.
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("%q holds %q, not a number", key, s)
-	}
 	return n, err == nil
 }
 
@@ -240,18 +285,60 @@ func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, erro
 	}
 	switch typ {
 	case "hash", "none":
-		if typ == "none" || !r.rateLimiter(st, now) {
-			r.lock(st, typ == "hash", now)
+		if typ == "hash" && r.rateLimiter(st, now) {
+			break
 		}
+		if typ == "hash" && !r.isLock(name) {
+			r.foreign(st, typ)
+			break
+		}
+		r.lock(st, typ == "hash", now)
 	case "string":
+		if _, ok := r.int(name); !ok {
+			r.foreign(st, typ)
+			break
+		}
 		r.counter(st, now)
 	default:
-		return nil, notOurs{name, typ}
+		r.foreign(st, typ)
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
+	who := whois(ctx, rdb, name)
+	for i, h := range st.Holders {
+		if info, ok := who[h.Owner]; ok {
+			st.Holders[i].Who = &info
+		}
+	}
+	for i, p := range st.Permits {
+		if info, ok := who[p.ID]; ok {
+			st.Permits[i].Who = &info
+		}
+	}
 	return st, nil
+}
+
+// isLock reports whether the hash name has a lock's layout: owner fields with hold counts, and a
+// read-write lock's "mode". Anything else is someone else's hash.
+func (r *reader) isLock(name string) bool {
+	// HSCAN would read values too; HGETALL reads them only to check their form, never to show them.
+	fields, err := r.do(r.rdb.B().Hgetall().Key(name).Build()).AsStrMap()
+	if err != nil {
+		return false
+	}
+	for k, v := range fields {
+		if k == "mode" {
+			if v != "read" && v != "write" {
+				return false
+			}
+			continue
+		}
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil || !strings.Contains(k, ":") {
+			return false
+		}
+	}
+	return true
 }
 
 // lock reads a lock, fair lock or read-write lock (or finds nothing at all).
@@ -379,6 +466,16 @@ func printable(s string) string {
 	return hex.EncodeToString([]byte(s))
 }
 
+// escape makes s safe for a terminal: control characters (escape sequences, newlines that would
+// forge lines) and invalid UTF-8 are written as Go escapes.
+func escape(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) && r != ' ' }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -390,8 +487,11 @@ func sortedKeys(m map[string]string) []string {
 
 // print writes st for people.
 func (st *state) print(w io.Writer) {
-	fmt.Fprintf(w, "%s: %s", st.Name, st.Kind)
+	fmt.Fprintf(w, "%s: %s", escape(st.Name), st.Kind)
 	switch {
+	case st.Other != nil:
+		fmt.Fprintf(w, ": %s\n", st.Other)
+		return
 	case st.Kind == "none":
 		fmt.Fprintln(w, " (nothing stored: a free lock, an empty semaphore or an open latch)")
 		return
@@ -415,7 +515,7 @@ func (st *state) print(w io.Writer) {
 				role = "writer"
 			}
 		}
-		fmt.Fprintf(w, "  %s %s  count %d", role, h.Owner, h.Count)
+		fmt.Fprintf(w, "  %s %s  count %d", role, escape(h.Owner), h.Count)
 		if len(h.Leases) > 0 {
 			leases := make([]string, len(h.Leases))
 			for i, ms := range h.Leases {
@@ -423,18 +523,21 @@ func (st *state) print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  leases %s", strings.Join(leases, ", "))
 		}
+		if h.Who != nil {
+			fmt.Fprintf(w, "  %s", escape(h.Who.String()))
+		}
 		fmt.Fprintln(w)
 	}
 	if len(st.WaitingWriters) > 0 {
 		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", len(st.WaitingWriters))
 		for _, q := range st.WaitingWriters {
-			fmt.Fprintf(w, "    %s  announced for %v more\n", q.Owner, ms(*q.Deadline))
+			fmt.Fprintf(w, "    %s  announced for %v more\n", escape(q.Owner), ms(*q.Deadline))
 		}
 	}
 	if st.Kind == "fair lock" {
 		fmt.Fprintf(w, "  queue: %d waiting\n", len(st.Queue))
 		for i, q := range st.Queue {
-			fmt.Fprintf(w, "    %d. %s", i+1, q.Owner)
+			fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
 			switch {
 			case q.Deadline == nil:
 				fmt.Fprint(w, "  no deadline")
@@ -462,12 +565,16 @@ func (st *state) print(w io.Writer) {
 		for _, p := range st.Permits {
 			switch {
 			case p.Never:
-				fmt.Fprintf(w, "    %s  never expires\n", p.ID)
+				fmt.Fprintf(w, "    %s  never expires", p.ID)
 			case p.Expires <= 0:
-				fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation\n", p.ID, ms(-p.Expires))
+				fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation", p.ID, ms(-p.Expires))
 			default:
-				fmt.Fprintf(w, "    %s  expires in %v\n", p.ID, ms(p.Expires))
+				fmt.Fprintf(w, "    %s  expires in %v", p.ID, ms(p.Expires))
 			}
+			if p.Who != nil {
+				fmt.Fprintf(w, "  %s", escape(p.Who.String()))
+			}
+			fmt.Fprintln(w)
 		}
 	}
 }

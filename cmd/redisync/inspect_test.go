@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -377,16 +376,55 @@ func TestInspectLatch(t *testing.T) {
 	})
 }
 
-func TestInspectForeignType(t *testing.T) {
-	tg := testkit.Standalone(t)
+// TestInspectForeignKeys: keys that are no primitive's are shown by type and size, never by content,
+// and are left as they were.
+func TestInspectForeignKeys(t *testing.T) {
+	t.Parallel()
+	tg := testkit.Own(t)
 	rdb := tg.Redis(t)
 	testkit.Do(t, rdb, "RPUSH", "inspect-list", "a")
-	t.Cleanup(func() { testkit.Do(t, rdb, "DEL", "inspect-list") })
-	p := tool(t, tg.Addrs[0], "inspect", "inspect-list")
-	if code := p.run(); code != exitFailure || !strings.Contains(p.stderr.String(), "is a list") {
-		t.Errorf("%v", p)
+	testkit.Do(t, rdb, "SET", "session", "hunter2-secret")
+	testkit.Do(t, rdb, "HSET", "user:1", "password", "hunter3-secret", "name", "x")
+	testkit.Do(t, rdb, "HSET", "user:2", "a:b", "hunter4-secret")
+	for _, tc := range []struct{ name, want string }{
+		{"inspect-list", "a list of 1 elements"},
+		{"session", "a string of 14 bytes"},
+		{"user:1", "a hash of 2 elements"},
+		{"user:2", "a hash of 1 elements"},
+	} {
+		p := tool(t, tg.Addrs[0], "inspect", tc.name)
+		if code := p.run(); code != exitFailure || !strings.Contains(p.stdout.String(), tc.want) {
+			t.Errorf("want exit %d and %q\n%v", exitFailure, tc.want, p)
+		}
+		j := tool(t, tg.Addrs[0], "inspect", "--json", tc.name)
+		j.run()
+		for _, out := range []string{p.stdout.String() + p.stderr.String(), j.stdout.String() + j.stderr.String()} {
+			if strings.Contains(out, "secret") || strings.Contains(out, "password") {
+				t.Errorf("inspect %s shows content: %s", tc.name, out)
+			}
+		}
 	}
-	if !slices.Contains([]string{"a"}, testkit.DoString(t, rdb, "LRANGE", "inspect-list", "0", "-1")) {
-		t.Error("inspect changed the list")
+	if got := testkit.DoString(t, rdb, "LRANGE", "inspect-list", "0", "-1"); !strings.Contains(got, "a") {
+		t.Errorf("inspect changed the list: %s", got)
+	}
+	if got := testkit.DoString(t, rdb, "GET", "session"); got != "hunter2-secret" {
+		t.Errorf("inspect changed the string: %s", got)
+	}
+}
+
+// TestInspectEscapes: a field or name with escape sequences and newlines cannot forge output lines.
+func TestInspectEscapes(t *testing.T) {
+	t.Parallel()
+	tg := testkit.Own(t)
+	rdb := tg.Redis(t)
+	forged := "x:1\n  holder FORGED  count 9\x1b[2J"
+	testkit.Do(t, rdb, "HSET", "esc", forged, "1")
+	p := tool(t, tg.Addrs[0], "inspect", "esc")
+	if code := p.run(); code != 0 {
+		t.Fatalf("%v", p)
+	}
+	out := p.stdout.String()
+	if strings.Contains(out, "\x1b") || strings.Count(out, "\n") != 2 || !strings.Contains(out, `\x1b[2J`) {
+		t.Errorf("control characters reach the terminal: %q", out)
 	}
 }

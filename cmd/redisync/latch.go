@@ -7,6 +7,9 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
 )
 
@@ -23,7 +26,8 @@ to zero. A latch that was never set, or reached zero, has count 0 and lets every
 
 const latchFooter = `
 Exit status: 0; 1 when set finds the latch still counting down; 75 when await's --wait passes;
-64 for bad arguments; 69 when Redis is unreachable or failing.
+64 for bad arguments; 65 when NAME holds something that is not a latch (nothing is changed);
+69 when Redis is unreachable or failing; 77 when Redis refuses (NOPERM).
 
 Examples:
   redisync latch shards-ready set 8
@@ -66,6 +70,9 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	if name == "" {
 		return cmd.usageError("empty NAME")
 	}
+	if err := checkName(name); err != nil {
+		return cmd.usageError("%v", err)
+	}
 
 	c, code := conn.connect(cmd)
 	if code >= 0 {
@@ -77,9 +84,12 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("%v", err)
 	}
 	ctx := context.Background()
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "redisync latch: %v\n", err)
-		return exitUnavailable
+	fail := func(err error) int { return redisError(cmd, err) }
+	// A key of another kind under NAME is refused before anything is written: the latch's scripts
+	// would treat an application's number as a count. (countdown's own script refuses what is not
+	// a positive whole number, atomically; this says so before set and await too.)
+	if code := checkLatchKey(ctx, cmd, c, name); code >= 0 {
+		return code
 	}
 	switch verb {
 	case "set":
@@ -118,4 +128,31 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// checkLatchKey returns exitDataErr, with a message naming the key's type but never its content,
+// when name holds something other than a latch's count: a whole number above zero.
+func checkLatchKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
+	rdb := c.Redis()
+	typ, err := rdb.Do(ctx, rdb.B().Type().Key(name).Build()).ToString()
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	switch typ {
+	case "none":
+		return -1
+	case "string":
+		v, err := rdb.Do(ctx, rdb.B().Get().Key(name).Build()).ToString()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return redisError(cmd, err)
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && strconv.FormatInt(n, 10) == v {
+			return -1
+		}
+		if err != nil {
+			return -1 // gone meanwhile
+		}
+	}
+	fmt.Fprintf(cmd.stderr, "redisync latch: %q holds a %s that is not a countdown latch; nothing changed\n", name, typ)
+	return exitDataErr
 }

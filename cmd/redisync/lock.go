@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -23,21 +26,35 @@ Without --lease, a watchdog renews the lock while COMMAND runs; if the tool dies
 crashed machine), the lock expires within the watchdog timeout (--watchdog). With --lease the lock
 expires at the end of the lease whatever happens, and COMMAND is stopped if it is still running.
 
-COMMAND runs in its own process group (unless stdin is a terminal), which receives the signals.
-SIGINT, SIGTERM and SIGHUP sent to the tool are passed on to COMMAND; once it ends the lock is
-released. If the lock is lost while COMMAND runs, COMMAND gets SIGTERM, then SIGKILL after --grace.
-If the tool itself is killed, COMMAND gets SIGKILL (Linux).
+COMMAND runs in its own process group under a small supervisor, a second redisync process; in the
+foreground of a terminal, that group becomes the terminal's foreground, so Ctrl-C reaches COMMAND
+once. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the tool are passed on to the group. When COMMAND
+ends, what it left running gets SIGTERM, then SIGKILL after --grace, and only then is the lock
+released. If the lock is lost while COMMAND runs, the group gets SIGTERM, and COMMAND's whole tree
+SIGKILL after --grace. If the tool itself dies (kill -9, the OOM killer), the supervisor kills
+COMMAND's whole tree at once. On Linux the supervisor is the tree's child subreaper, so no process of
+it escapes, not even one that left the process group; elsewhere a process that leaves the group
+(setsid, a daemon) is not stopped.
+
+With --fencing, COMMAND finds the lock's fencing token in $REDISYNC_FENCING_TOKEN: a number that
+grows with every acquisition, so that the store COMMAND writes to can refuse a writer that was
+paused past its lease and overtaken.
+
+While the tool waits with stderr on a terminal, it says once what it waits for and who holds it;
+'redisync inspect NAME' shows the holders' host, pid and command too.
 Flags go before NAME, or anywhere before "--".
 `
 
 const heldExitStatus = `
 Exit status:
   COMMAND's own   COMMAND ran (128+n when a signal n ended it)
-  75              not acquired within --wait; COMMAND did not run
+  75              not acquired within --wait; COMMAND did not run (-E chooses another status)
   76              lost while COMMAND ran (its lease ended, or it was taken away): COMMAND was
                   sent SIGTERM (SIGKILL after --grace), or it ended after the lease had
   64              bad flags or arguments
+  65              NAME holds data of another kind (WRONGTYPE, not a number); COMMAND did not run
   69              Redis unreachable or failing; COMMAND did not run
+  77              Redis refused: NOPERM (see the README's ACL), wrong user or password
   126, 127        COMMAND cannot be run, or was not found
   128+n           signal n arrived while waiting; COMMAND did not run
 `
@@ -45,7 +62,9 @@ Exit status:
 const lockFooter = heldExitStatus + `
 Examples:
   redisync lock nightly-report -- ./report.sh --date today
-  redisync lock --wait 0 deploy -- make deploy           # exit 75 at once if a deploy runs
+  redisync lock -n deploy -- make deploy                  # exit 75 at once if a deploy runs
+  redisync lock -w 10 -E 0 cron-job -- ./job.sh           # skip quietly if it runs for 10 s more
+  redisync lock --fencing ledger -- sh -c 'write --token $REDISYNC_FENCING_TOKEN'
   redisync lock --fair --wait 1h release-train -- ./ship.sh
   redisync lock --read schema -- ./migrate.sh --check     # many at once, but never during...
   redisync lock --write schema -- ./migrate.sh --apply    # ...a migration
@@ -55,6 +74,8 @@ Examples:
 // lockFlags are the flags that lock and semaphore share.
 type lockFlags struct {
 	wait     waitFlag
+	nowait   bool
+	conflict int
 	lease    *time.Duration
 	grace    *time.Duration
 	watchdog *time.Duration
@@ -62,7 +83,13 @@ type lockFlags struct {
 }
 
 func (f *lockFlags) register(cmd *command, leaseUsage string) {
-	cmd.fs.Var(&f.wait, "wait", "give up with status 75 after `DURATION` without acquiring; 0 tries once (default: wait as long as it takes)")
+	waitUsage := "give up with status 75 after `DURATION` (1m30s, or seconds: 90) without acquiring; 0 tries once (default: wait as long as it takes)"
+	cmd.fs.Var(&f.wait, "wait", waitUsage)
+	cmd.fs.Var(&f.wait, "w", "short for --wait")
+	cmd.fs.BoolVar(&f.nowait, "n", false, "do not wait: try once (--wait 0)")
+	cmd.fs.BoolVar(&f.nowait, "nonblock", false, "same as -n")
+	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` when not acquired")
+	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E")
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
 	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "once the lock or permit is lost, give COMMAND `DURATION` between SIGTERM and SIGKILL")
 	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL, `DURATION`, renewed every third of it while COMMAND runs;\nif the tool dies, others wait at most this long")
@@ -87,6 +114,16 @@ func (f *lockFlags) parseHeld(cmd *command, args []string) (name string, argv []
 		return "", nil, cmd.usageError("empty NAME")
 	case *f.watchdog < 30*time.Millisecond:
 		return "", nil, cmd.usageError("--watchdog %v is too short: at least 30ms", *f.watchdog)
+	case f.conflict < 0 || f.conflict > 255:
+		return "", nil, cmd.usageError("-E %d: a status is from 0 to 255", f.conflict)
+	case f.nowait && f.wait.set && f.wait.d != 0:
+		return "", nil, cmd.usageError("-n and --wait %v exclude each other", f.wait.d)
+	}
+	if f.nowait {
+		f.wait = waitFlag{set: true}
+	}
+	if err := checkName(pos[0]); err != nil {
+		return "", nil, cmd.usageError("%v", err)
 	}
 	path, code := resolve(tail[0], cmd.stderr, cmd.name)
 	if code >= 0 {
@@ -103,6 +140,7 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	fair := cmd.fs.Bool("fair", false, "a fair lock (Redisson's getFairLock): waiters get it in the order they came")
 	read := cmd.fs.Bool("read", false, "the read side of the read-write lock NAME (Redisson's getReadWriteLock): readers share it")
 	write := cmd.fs.Bool("write", false, "the write side of the read-write lock NAME: one writer, and no reader")
+	fencing := cmd.fs.Bool("fencing", false, "take a fencing token with the lock and pass it to COMMAND in $"+fencingEnv)
 	name, argv, code := f.parseHeld(cmd, args)
 	if code >= 0 {
 		return code
@@ -112,6 +150,8 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("--read and --write exclude each other")
 	case *fair && (*read || *write):
 		return cmd.usageError("--fair does not go with --read or --write: the read-write lock is not fair")
+	case *fencing && (*read || *write):
+		return cmd.usageError("--fencing does not go with --read or --write: the read-write lock has no fencing tokens")
 	}
 	c, code := f.conn.connect(cmd, redisync.WithWatchdogTimeout(*f.watchdog))
 	if code >= 0 {
@@ -122,7 +162,11 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch {
 	case *fair:
-		l, err = fairlock.New(c, name, fairlock.WithLease(*f.lease))
+		opts := []fairlock.Option{fairlock.WithLease(*f.lease)}
+		if *fencing {
+			opts = append(opts, fairlock.WithFencing())
+		}
+		l, err = fairlock.New(c, name, opts...)
 	case *read || *write:
 		var rw *rwlock.RWLock
 		if rw, err = rwlock.New(c, name, rwlock.WithLease(*f.lease)); err == nil {
@@ -131,12 +175,52 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	default:
-		l, err = rlock.New(c, name, rlock.WithLease(*f.lease))
+		opts := []rlock.Option{rlock.WithLease(*f.lease)}
+		if *fencing {
+			opts = append(opts, rlock.WithFencing())
+		}
+		l, err = rlock.New(c, name, opts...)
 	}
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
-	return runHeld(cmd, lockHolder(l), f.wait.bound(), *f.grace, argv)
+	h := lockHolder(c, name, l)
+	if *fencing {
+		h.env = func(held context.Context) []string {
+			t, _ := l.(interface {
+				Token(context.Context) (int64, bool)
+			}).Token(held)
+			return []string{fencingEnv + "=" + strconv.FormatInt(t, 10)}
+		}
+	}
+	return runHeld(cmd, c, h, f.options(), argv)
+}
+
+// fencingEnv carries the fencing token to COMMAND.
+const fencingEnv = "REDISYNC_FENCING_TOKEN"
+
+// options are runHeld's settings from the flags.
+func (f *lockFlags) options() heldOptions {
+	ttl := *f.lease
+	if ttl == 0 {
+		ttl = *f.watchdog
+	}
+	return heldOptions{wait: f.wait.bound(), grace: *f.grace, ttl: ttl, notAcquired: f.conflict}
+}
+
+// checkName refuses names that are the side keys of primitives (a fencing counter, a fair lock's
+// queue, the tool's own holder entries): using one as a lock, semaphore or latch would change data
+// that belongs to another object.
+func checkName(name string) error {
+	for _, p := range []string{"redisson_", "redisync_"} {
+		if strings.HasPrefix(name, p) {
+			return fmt.Errorf("%q is in the %s* namespace of the keys that primitives keep beside their name; choose another name", name, p)
+		}
+	}
+	if strings.HasPrefix(name, "{") && (strings.HasSuffix(name, ":timeout") || strings.Contains(name, ":rwlock_timeout:")) {
+		return fmt.Errorf("%q is the form of a primitive's side key; choose another name", name)
+	}
+	return nil
 }
 
 // locker is what rlock, fairlock and both sides of rwlock have in common.
@@ -146,9 +230,14 @@ type locker interface {
 	Unlock(ctx context.Context) error
 }
 
-func lockHolder(l locker) holder {
+func lockHolder(c *redisync.Client, name string, l locker) holder {
 	return holder{
 		what: "lock",
+		name: name,
+		owner: func(held context.Context) string {
+			id, _ := redisync.OwnerID(held)
+			return c.ID() + ":" + strconv.FormatInt(id, 10)
+		},
 		acquire: func(ctx context.Context, wait time.Duration) (context.Context, error) {
 			if wait < 0 {
 				return l.Lock(ctx)

@@ -26,6 +26,7 @@ rmdir "$D/inside"`
 
 // TestLockCounter: 8 processes run the tool 20 times each around a read-sleep-write of a file.
 func TestLockCounter(t *testing.T) {
+	t.Parallel()
 	addr := testkit.Own(t).Addrs[0]
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "ctr"), []byte("0\n"), 0o644)
@@ -156,6 +157,7 @@ func TestLockWaitsForRelease(t *testing.T) {
 }
 
 func TestLockExitStatus(t *testing.T) {
+	t.Parallel()
 	tg := testkit.Own(t)
 	rdb := tg.Redis(t)
 	for _, tc := range []struct {
@@ -324,6 +326,7 @@ func TestLockTakenAway(t *testing.T) {
 }
 
 func TestLockSentinel(t *testing.T) {
+	t.Parallel()
 	st := redistest.StartSentinel(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	p := tool(t, "", "lock", "--sentinel", st.MasterName, "--addr", st.Sentinel.Addr, "sentinel-lock", "--", "touch", marker)

@@ -8,6 +8,7 @@
 //	redisync latch NAME set N | countdown | count | await [--wait DURATION]
 //	redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
 //	redisync inspect [--json] NAME
+//	redisync list [--json] [PATTERN]
 //
 // Every subcommand takes --help. The locks and permits it takes keep Redisson's layout in Redis, so a
 // shell script and a Java service can exclude each other on the same name.
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
 
 // Exit statuses of the tool itself. COMMAND's own status is passed through unchanged.
@@ -24,9 +26,11 @@ const (
 	exitOK          = 0
 	exitFailure     = 1  // an error the message explains (a Redis error, a wrong type, ...)
 	exitUsage       = 64 // bad flags or arguments (EX_USAGE)
+	exitDataErr     = 65 // Redis holds something else under the name: WRONGTYPE, not a number (EX_DATAERR)
 	exitUnavailable = 69 // Redis could not be reached (EX_UNAVAILABLE)
 	exitNotAcquired = 75 // not acquired within --wait (EX_TEMPFAIL): COMMAND did not run
 	exitLost        = 76 // the lock or permit was lost while COMMAND ran: COMMAND was terminated
+	exitNoPerm      = 77 // Redis refused: NOPERM, wrong user or password (EX_NOPERM)
 	exitCannotExec  = 126
 	exitNotFound    = 127
 )
@@ -40,14 +44,20 @@ Usage:
   redisync latch NAME set N | countdown | count | await    a countdown latch
   redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND  run COMMAND once a rate limiter allows it
   redisync inspect [--json] NAME                           what Redis holds under NAME, read-only
+  redisync list [--json] [PATTERN]                         the locks, semaphores, ... in Redis (SCAN)
 
 Connection (every subcommand): --addr host:port[,host:port...] (several = cluster),
 --sentinel MASTER (then --addr lists the sentinels); default $REDISYNC_ADDR, else 127.0.0.1:6379.
+Or --url redis://USER@HOST:PORT/DB, rediss:// for TLS ($REDISYNC_URL). --user USER; the password
+from $REDISYNC_PASSWORD or --password-file, never from argv; --tls, --cacert, --cert, --key; --db N.
 
 Flags take one dash or two. Run 'redisync COMMAND --help' for the flags and exit statuses of each.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == superviseArg {
+		os.Exit(supervise(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -57,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	// No message may show a password, wherever it comes from (a server's error echoing a URL...).
+	stderr = redactor{stderr}
 	sub, rest := args[0], args[1:]
 	switch sub {
 	case "demo":
@@ -69,12 +81,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLatch(rest, stdout, stderr)
 	case "inspect":
 		return cmdInspect(rest, stdout, stderr)
+	case "list":
+		return cmdList(rest, stdout, stderr)
 	case "rate":
 		return cmdRate(rest, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "redisync", version())
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "redisync: unknown command %q\n\n%s", sub, usage)
 	return exitUsage
+}
+
+// version is the module's version and VCS revision, as the go command recorded them.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			v += " " + s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			v += "+dirty"
+		}
+	}
+	return v + " " + info.GoVersion
 }

@@ -134,8 +134,9 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 		}
 		return context.Background(), l.TryAcquire(ctx, 1, wait)
 	}
-	h := holder{what: "permit", acquire: take, release: func(context.Context) error { return nil }}
-	return runHeld(cmd, h, wait.bound(), 0, append([]string{path}, tail...))
+	h := holder{what: "permit", name: pos[0], acquire: take, release: func(context.Context) error { return nil }}
+	o := heldOptions{wait: wait.bound(), grace: 10 * time.Second, notAcquired: exitNotAcquired}
+	return runHeld(cmd, c, h, o, append([]string{path}, tail...))
 }
 
 // rateState is what inspect shows of a rate limiter.

@@ -62,11 +62,12 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	_, err = e.TrySetPermits(ctx, *permits)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(stderr, "redisync semaphore: %v\n", err)
-		return exitUnavailable
+		return redisError(cmd, err)
 	}
 	p := &permitHold{e: e, lease: lease, renew: renew}
-	return runHeld(cmd, holder{what: "permit", acquire: p.acquire, release: p.release}, f.wait.bound(), *f.grace, argv)
+	h := holder{what: "permit", name: name, acquire: p.acquire, release: p.release,
+		owner: func(context.Context) string { return p.id }}
+	return runHeld(cmd, c, h, f.options(), argv)
 }
 
 // permitHold is one permit held while COMMAND runs. Its ctx ends with redisync.ErrLost when the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/pubsub"
 )
 
 // Attempt is one try at acquiring. It reports success, or how long the current holder may keep the
@@ -109,27 +109,37 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 }
 
 // Acquire tries w.Try until it succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
-// client is closed. wait < 0 means no bound but ctx; wait == 0 means a single try.
+// client is closed. wait < 0 means no bound but ctx; wait == 0 means a single try. The wait bound
+// counts from the call.
 //
 // Between tries it waits for a release notification, the holder's remaining lease, or the recheck
 // interval, whichever comes first: notifications make the handoff prompt, the bound makes a lost
-// notification cheap. It subscribes before the second try, so a release between the two is seen.
+// notification cheap, and a try made at the recheck at the latest reports an error when the server
+// has gone, even while the channels cannot be subscribed. It subscribes before the second try, so a
+// release between the two is seen.
 //
 // Tries run on a ctx that is not cancelled with the caller's: a command cancelled in flight may still
 // run on the server, and an acquisition must never be left behind unknown. A try runs on the caller's
 // goroutine, so that an uncontended acquisition costs no more than its command, unless ctx has a
-// deadline that a stalled server could make the try overrun (closer than Config.StallBound): then it
-// runs apart and Acquire returns at the deadline. Either way, when ctx has ended by the time a try
-// acquires, Undo gives the acquisition back and Acquire returns ctx's cause; a cancellation during a
-// try is seen when the try returns. It returns the start time of the successful try.
+// deadline, or the wait a bound, that a stalled server could make the try overrun (closer than
+// Config.StallBound): then it runs apart, and Acquire returns at ctx's deadline, or Overtime after the
+// wait bound (a try sent at the bound gets that long to be answered). Either way, when ctx has ended
+// or the wait has been given up by the time a try acquires, Undo gives the acquisition back; a
+// cancellation during a try is seen when the try returns. It returns the start time of the
+// successful try.
 func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
 	}
+	var deadline, stop time.Time // the wait bound, and when a try sent at it is given up
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
+		stop = deadline.Add(Overtime)
+	}
 	tryCtx := Detach(ctx)
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
-		ok, retryIn, err := c.try(ctx, tryCtx, w)
+		ok, retryIn, err := c.try(ctx, stop, tryCtx, w)
 		if ok && err == nil && w.late(start) {
 			if w.Undo != nil {
 				w.Undo(tryCtx)
@@ -152,12 +162,8 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	if ok || err != nil {
 		return start, err
 	}
-	if wait == 0 {
+	if wait == 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 		return time.Time{}, ErrNotAcquired
-	}
-	var deadline time.Time
-	if wait > 0 {
-		deadline = time.Now().Add(wait)
 	}
 	if len(ws) == 0 {
 		if err := ws.add(c, w); err != nil {
@@ -183,13 +189,14 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 		}
 		if d > 0 {
 			timer.Reset(d)
+			readied := false
 			select {
 			case <-ws.readyCh(0):
 				ws.readied(0)
-				last = false
+				last, readied = false, true
 			case <-ws.readyCh(1):
 				ws.readied(1)
-				last = false
+				last, readied = false, true
 			case <-ws.signal(0):
 				last = false
 				if len(ws) == 1 && ws.granted(w.Grants, !w.late(start)) {
@@ -208,7 +215,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				return time.Time{}, ErrClosed
 			}
 			timer.Stop()
-			if ws.subscribing() {
+			if readied && ws.subscribing() {
 				continue // the other channel is not subscribed yet: the try after it covers both
 			}
 		}
@@ -315,14 +322,18 @@ func (ws waiters) signal(i int) <-chan struct{} {
 }
 
 // try runs one attempt on tryCtx, which ignores cancellation. When the attempt could overrun ctx's
-// deadline it runs on a goroutine of its own and the caller stops waiting for it when ctx ends; the
-// attempt then finishes on its own and anything it acquired is given back.
-func (c *Client) try(ctx, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
+// deadline or stop (the end of a wait bound; zero for none) it runs on a goroutine of its own, and the
+// caller stops waiting for it when ctx ends (its cause) or stop passes (ErrNotAcquired); the attempt
+// then finishes on its own and anything it acquired is given back.
+func (c *Client) try(ctx context.Context, stop time.Time, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
 	var r result
-	if !c.mayOverrun(ctx) {
+	if !c.mayOverrun(ctx, stop) {
 		r.ok, r.retryIn, r.err = w.Try(tryCtx)
-	} else if r = tryApart(ctx, tryCtx, w.Try, w.Undo); r.late {
-		return false, 0, context.Cause(ctx)
+	} else if r = tryApart(ctx, stop, tryCtx, w.Try, w.Undo); r.late {
+		if ctx.Err() != nil {
+			return false, 0, context.Cause(ctx)
+		}
+		return false, 0, ErrNotAcquired
 	}
 	// A try that acquired must not keep it when it reports an error (the replicas did not acknowledge
 	// the write) or when the caller has gone.
@@ -342,35 +353,70 @@ type result struct {
 	ok      bool
 	retryIn time.Duration
 	err     error
-	late    bool // ctx ended first: the try goes on alone, and undo gives back what it acquires
+	late    bool // ctx ended or stop passed first: the try goes on alone, and undo gives back what it acquires
 }
 
-// tryApart runs try on a goroutine of its own and waits for it or for ctx's end.
-func tryApart(ctx, tryCtx context.Context, try Attempt, undo func(context.Context)) result {
+// tryApart runs try on a goroutine of its own and waits for it until ctx ends or stop (if not zero)
+// passes.
+func tryApart(ctx context.Context, stop time.Time, tryCtx context.Context, try Attempt, undo func(context.Context)) result {
 	done := make(chan result, 1)
 	go func() {
 		var r result
 		r.ok, r.retryIn, r.err = try(tryCtx)
 		done <- r
 	}()
+	var expired <-chan time.Time
+	if !stop.IsZero() {
+		t := time.NewTimer(time.Until(stop))
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case r := <-done:
 		return r
 	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.ok && undo != nil {
-				undo(tryCtx)
-			}
-		}()
-		return result{late: true}
+	case <-expired:
 	}
+	go func() {
+		if r := <-done; r.ok && undo != nil {
+			undo(tryCtx)
+		}
+	}()
+	return result{late: true}
 }
 
-// mayOverrun reports whether a try could still be in flight at ctx's deadline: it has one, and the
-// connection's own bound on a command may come later (or is unknown).
-func (c *Client) mayOverrun(ctx context.Context) bool {
+// mayOverrun reports whether a try could still be in flight at ctx's deadline or at stop: there is
+// one, and the connection's own bound on a command may come later (or is unknown).
+func (c *Client) mayOverrun(ctx context.Context, stop time.Time) bool {
 	dl, ok := ctx.Deadline()
+	if !stop.IsZero() && (!ok || stop.Before(dl)) {
+		dl, ok = stop, true
+	}
 	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= c.cfg.StallBound)
+}
+
+// Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
+// end: the last try of a wait bound (see Acquire), a waiter's leaving (see Leave). A server that
+// answers does so well within it; one that stalls, or has gone, holds the caller no longer, and the
+// command finishes or fails on its own, giving back what it acquired.
+const Overtime = 250 * time.Millisecond
+
+// Leave runs leave, the clean-up after a wait that failed (the waiter's record to remove, what a
+// release handed it meanwhile to give back), and waits for it at most Overtime. On a server that
+// answers, the clean-up is done when Leave returns; a stalled or dead one does not keep the caller
+// past its deadline, and the clean-up goes on alone within its own bound (RetryBound).
+func (c *Client) Leave(leave func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		leave()
+	}()
+	t := time.NewTimer(Overtime)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // live returns why nothing may be started now: ctx has ended or the client is closed.

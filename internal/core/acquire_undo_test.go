@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/internal/testkit"
-	"github.com/redisync/redisync/pubsub"
 )
 
 // A try that acquired but reports an error (a write the replicas did not acknowledge) is given back
 // with Undo, and Acquire returns the error, whether or not the caller's ctx can end.
 func TestAcquireGivesBackTryWithError(t *testing.T) {
 	_, c := testkit.Mini(t)
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	notReplicated := &core.ReplicationError{Acked: 0, Want: 1}
 	for name, ctx := range map[string]context.Context{
 		"plain ctx": context.Background(),
@@ -48,7 +48,7 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 // is seen when it returns.
 func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 	_, c := testkit.Mini(t)
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	blockingTry := func(entered chan<- struct{}, proceed <-chan struct{}, undone chan<- struct{}) core.Wait {
 		return core.Wait{
 			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
@@ -124,7 +124,7 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 // given back and tried again.
 func TestAcquireGivesBackLateTry(t *testing.T) {
 	_, c := testkit.Mini(t)
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	// The first try's reply is held up for half the lease, so it is late however fast the machine;
 	// the lease is long enough that the second, prompt try is not, however busy the machine.
 	const lease = time.Second
@@ -168,7 +168,7 @@ func TestAcquireHandOver(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		t.Run(map[bool]string{false: "prompt", true: "late"}[late], func(t *testing.T) {
 			m, c := testkit.Mini(t)
-			cc := (*core.Client)(c)
+			cc := core.Of(c)
 			g := &grants{claimed: make(chan string, 1)}
 			var tries atomic.Int64
 			// A prompt hand-over comes well within half the lease however busy the machine; a late

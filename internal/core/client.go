@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/pubsub"
 )
 
 // Defaults shared by every primitive.
@@ -38,9 +38,11 @@ type Config struct {
 	// StallBound is how long the connection may take to fail a command that a stalled server never
 	// answers (0: unknown). A try that ctx's deadline could come before runs apart from its caller.
 	StallBound time.Duration
-	// Logger receives what would otherwise pass silently (a hold dropped without Unlock); nil means
-	// slog.Default().
+	// Logger receives what would otherwise pass silently (a hold dropped without Unlock, a hold lost,
+	// a failed renewal, a reconnect); nil means slog.Default().
 	Logger *slog.Logger
+	// Events, when set, receives every Event, on the goroutine where it happens (see Event).
+	Events func(Event)
 }
 
 func (c *Config) logger() *slog.Logger {
@@ -108,7 +110,8 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		c.numsub = "" // classic Pub/Sub counts the subscribers of one node only
 	}
 	c.notifier = pubsub.New(rdb, sharded)
-	c.watchdog = newWatchdog(c.RunAcquire, cfg.WatchdogTimeout, rdb.Mode() == rueidis.ClientModeCluster)
+	c.notifier.OnReconnect(c.reconnected)
+	c.watchdog = newWatchdog(c.RunAcquire, c.renewalFailed, cfg.WatchdogTimeout, rdb.Mode() == rueidis.ClientModeCluster)
 	return c, nil
 }
 

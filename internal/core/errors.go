@@ -38,6 +38,7 @@ type ObjectError struct {
 	Err  error
 }
 
+// Error reads "<kind> \"<name>\": <err>".
 func (e *ObjectError) Error() string { return fmt.Sprintf("%s %q: %v", e.Kind, e.Name, e.Err) }
 
 // Unwrap returns the underlying error.

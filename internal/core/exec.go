@@ -9,8 +9,10 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-// RetryBound limits how long rueidis keeps re-sending a retryable script when ctx has no deadline of
-// its own: releases run on a ctx that ignores cancellation, and rueidis retries until ctx ends.
+// RetryBound limits how long rueidis keeps sending again a read (Query) or a retryable script (Run)
+// that a network error interrupted, whatever ctx's deadline: releases run on a ctx that ignores
+// cancellation, and rueidis retries until ctx ends. A call on a dead server returns an error within
+// it.
 const RetryBound = 5 * time.Second
 
 // Run executes a script that only reads, or that gives something back (a release).
@@ -20,11 +22,8 @@ func (c *Client) Run(ctx context.Context, s *lua.Script, keys, args []string) ru
 		return res
 	}
 	// A network error: send it again until it is answered, within RetryBound unless ctx is shorter.
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, RetryBound)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, RetryBound)
+	defer cancel()
 	return s.ExecRetrying(ctx, c.rdb, keys, args)
 }
 

@@ -60,6 +60,7 @@ type acq struct {
 	watched   bool // kept by the watchdog, not by a fixed lease
 	releasing bool // an Unlock of it is in flight
 	released  atomic.Bool
+	at        time.Duration // when acquired, since epoch (only while events are observed)
 }
 
 // acqKey finds, in a ctx, the innermost acquisition of a hold that the ctx came from.
@@ -94,6 +95,7 @@ func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Cont
 // can be missed between the acquisition and its registration; it only renews once an acquisition is
 // confirmed.
 func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Duration, w Wait) (context.Context, error) {
+	m := c.observeAcquire(&w)
 	h, wait, err := c.enter(ctx, spec, wait)
 	if err != nil {
 		return nil, err
@@ -106,7 +108,9 @@ func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Durat
 		h.abort(spec)
 		return nil, err
 	}
-	return h.commit(ctx, spec, start), nil
+	held := h.commit(ctx, spec, start)
+	c.acquired(m, spec)
+	return held, nil
 }
 
 // enter waits until an acquisition through ctx may be sent (see hold) and books it; it returns the
@@ -224,6 +228,7 @@ func (h *hold) commit(parent context.Context, spec HoldSpec, start time.Time) co
 		cancel = func(cause error) { inner(cause); stop() }
 	}
 	a := &acq{h: h, cancel: cancel, watched: spec.Lease == 0}
+	h.stamp(a)
 	h.mu.Lock()
 	h.pending--
 	h.busy = false
@@ -302,9 +307,12 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 		h.mu.Unlock()
 		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
 		a.cancel(ErrReleased)
+		h.released(a)
+		cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
 		for _, r := range rest {
-			r.cancel(h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost)))
+			r.cancel(cause)
 		}
+		h.ended(rest, cause)
 		return nil
 	case isNotHeld(err):
 		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
@@ -380,6 +388,7 @@ func (h *hold) end(cause error) {
 	for _, a := range all {
 		a.cancel(cause)
 	}
+	h.ended(all, cause)
 }
 
 // abandoned runs once the ctx of acquisition a has become unreachable. If a was never released, the
@@ -398,6 +407,7 @@ func abandoned(a *acq) {
 	h.mu.Unlock()
 	h.forgetIfIdle()
 	a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+	h.abandonedEvent(a)
 	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
 		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)
 }

@@ -3,16 +3,31 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
 )
 
+// Query sends cmd, a command that only reads, and gives up with an error when Redis has not answered
+// within RetryBound, whatever ctx's deadline: rueidis sends a read again after every network error
+// until ctx ends, so a query on a dead server would otherwise never return with a ctx that has no
+// deadline. Every query of a primitive (IsLocked, HoldCount, TTL, a count) goes through here.
+func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	bounded, cancel := context.WithTimeout(ctx, RetryBound)
+	defer cancel()
+	res := c.rdb.Do(bounded, cmd)
+	if err := res.NonRedisError(); err != nil && ctx.Err() == nil && bounded.Err() != nil {
+		return rueidis.NewErrorResult(fmt.Errorf("no answer from Redis within %v: %w", RetryBound, err))
+	}
+	return res
+}
+
 // What the locks kept as Redisson's hash (field = owner, value = hold count) answer alike.
 
 // Exists reports whether key exists.
 func (c *Client) Exists(ctx context.Context, kind, name, key string) (bool, error) {
-	n, err := c.rdb.Do(ctx, c.rdb.B().Exists().Key(key).Build()).AsInt64()
+	n, err := c.Query(ctx, c.rdb.B().Exists().Key(key).Build()).AsInt64()
 	if err != nil {
 		return false, Errorf(kind, name, err)
 	}
@@ -23,7 +38,7 @@ func (c *Client) Exists(ctx context.Context, kind, name, key string) (bool, erro
 // names the owner and is used detached from its cancellation, as Unlock does: a hold's ctx ends when
 // the hold does, which is when a caller most wants to ask.
 func (c *Client) HoldCount(ctx context.Context, kind, name, key, field string) (int, error) {
-	n, err := c.rdb.Do(Detach(ctx), c.rdb.B().Hget().Key(key).Field(field).Build()).AsInt64()
+	n, err := c.Query(Detach(ctx), c.rdb.B().Hget().Key(key).Field(field).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -35,7 +50,7 @@ func (c *Client) HoldCount(ctx context.Context, kind, name, key, field string) (
 
 // TTL returns how long key lives unless renewed: 0 when it does not exist, -1 when it has no expiry.
 func (c *Client) TTL(ctx context.Context, kind, name, key string) (time.Duration, error) {
-	ms, err := c.rdb.Do(ctx, c.rdb.B().Pttl().Key(key).Build()).AsInt64()
+	ms, err := c.Query(ctx, c.rdb.B().Pttl().Key(key).Build()).AsInt64()
 	if err != nil {
 		return 0, Errorf(kind, name, err)
 	}

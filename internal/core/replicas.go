@@ -31,6 +31,7 @@ type ReplicationError struct {
 	Err         error // the WAIT's own error, if it failed
 }
 
+// Error names ErrNotReplicated with the WAIT's error, or with how many replicas acknowledged.
 func (e *ReplicationError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%v: %v", ErrNotReplicated, e.Err)

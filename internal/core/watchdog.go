@@ -55,7 +55,9 @@ type entry struct {
 // however many holds there are.
 type Watchdog struct {
 	exec func(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult
-	ttl  time.Duration
+	// failed, when set, hears of every batch whose renewal failed for a transient reason.
+	failed func(batch []*entry, err error)
+	ttl    time.Duration
 	// cluster: batches are split by slot, since a script's keys must share one.
 	cluster bool
 	mu      sync.Mutex
@@ -66,8 +68,8 @@ type Watchdog struct {
 
 // newWatchdog returns a running watchdog. On a cluster a batch holds keys of one slot only; on a
 // single server (or Sentinel) every hold of one kind goes in the same batches.
-func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rueidis.RedisResult, ttl time.Duration, cluster bool) *Watchdog {
-	w := &Watchdog{exec: exec, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rueidis.RedisResult, failed func([]*entry, error), ttl time.Duration, cluster bool) *Watchdog {
+	w := &Watchdog{exec: exec, failed: failed, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -281,5 +283,8 @@ func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 	w.mu.Unlock()
 	for _, e := range lost {
 		e.lost(fmt.Errorf("%w: renewal found it gone", ErrLost))
+	}
+	if err != nil && w.failed != nil && !errors.Is(ctx.Err(), context.Canceled) { // not closing
+		w.failed(batch, err)
 	}
 }

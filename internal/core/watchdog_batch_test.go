@@ -48,7 +48,7 @@ func TestWatchdogBatches(t *testing.T) {
 				}
 				return rueidis.RedisResult{} // no reply: a failed renewal, which does not matter here
 			}
-			w := newWatchdog(exec, time.Hour, c.cluster)
+			w := newWatchdog(exec, nil, time.Hour, c.cluster)
 			defer w.close()
 			for i := 0; i < holds; i++ {
 				key := "lock-" + strconv.Itoa(i)

@@ -26,7 +26,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 			<-ctx.Done() // a stalled server: no reply before the round's own timeout
 			return rueidis.RedisResult{}
 		}
-		w := newWatchdog(stalled, ttl, false)
+		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("extend.lua", "rlock_renew.lua")
 		other := w.add(RenewSpec{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, func(error) {})

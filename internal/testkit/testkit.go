@@ -121,7 +121,7 @@ func (tg *Target) Client(t testing.TB, opts ...redisync.Option) *redisync.Client
 // CloseClean checks that c holds, renews and waits on nothing, then closes it.
 func CloseClean(t testing.TB, c *redisync.Client) {
 	t.Helper()
-	cc := (*core.Client)(c)
+	cc := core.Of(c)
 	if cc.Closed() {
 		return
 	}

@@ -54,6 +54,8 @@ type Notifier struct {
 	kick   chan struct{}
 	done   chan struct{}
 	wg     sync.WaitGroup
+
+	onReconnect atomic.Pointer[func(channels int)] // see OnReconnect
 }
 
 type channel struct {
@@ -210,7 +212,7 @@ func (n *Notifier) Waiters() int {
 	return total
 }
 
-// Waiting returns how many waiters wait on channel (for tests and benchmarks).
+// Waiting returns how many waiters wait on channel.
 func (n *Notifier) Waiting(name string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -308,8 +310,9 @@ func addressed(message string) (tag, payload string, ok bool) {
 	return tag, payload, ok && tag != ""
 }
 
-// confirmed marks channels subscribed; those that had lost their subscription wake every waiter.
-func (n *Notifier) confirmed(names ...string) {
+// confirmed marks channels subscribed; those that had lost their subscription wake every waiter. It
+// returns how many had.
+func (n *Notifier) confirmed(names ...string) (resubscribed int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, name := range names {
@@ -324,11 +327,13 @@ func (n *Notifier) confirmed(names ...string) {
 		}
 		if c.resignal {
 			c.resignal = false
+			resubscribed++
 			for _, w := range c.waiters {
 				w.signal()
 			}
 		}
 	}
+	return resubscribed
 }
 
 // resubscribed wakes every waiter of a channel whose subscription was renewed under it.
@@ -457,7 +462,7 @@ func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healt
 					return healthy
 				}
 				healthy = true
-				n.confirmed(sub...)
+				n.reconnected(n.confirmed(sub...))
 			}
 			if len(unsub) > 0 {
 				if err := dc.Do(ctx, dc.B().Unsubscribe().Channel(unsub...).Build()).Error(); err != nil {
@@ -541,8 +546,9 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 		}
 		if confirmations.Add(1) > 1 {
 			n.resubscribed(name)
+			n.reconnected(1)
 		} else {
-			n.confirmed(name)
+			n.reconnected(n.confirmed(name))
 		}
 	})
 	backoff := 10 * time.Millisecond

@@ -1,0 +1,161 @@
+package redisync
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/core"
+)
+
+// Client is the connection to Redis that every primitive of this module is built on: one rueidis
+// client, a random UUID that identifies this client in the owner fields it writes, one Pub/Sub
+// notifier and one lease watchdog. It is safe for concurrent use; one per process is usually right.
+// Make one with New or Wrap.
+type Client struct{ c *core.Client }
+
+// The sub-packages reach the machinery behind a Client through core.Of.
+func init() {
+	core.SetUnwrap(func(c any) *core.Client {
+		if c := c.(*Client); c != nil {
+			return c.c
+		}
+		return nil
+	})
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// options is what an Option sets: the Config of the Client's machinery.
+type options core.Config
+
+// WithWatchdogTimeout sets the TTL of locks held without a fixed lease (default 30 s, as Redisson's
+// lockWatchdogTimeout). The watchdog renews them every third of it; a process that dies lets its locks
+// go after at most this long.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(c *options) { c.WatchdogTimeout = d }
+}
+
+// WithRecheckInterval bounds how long a waiter relies on release notifications alone before it tries
+// again (default 5 s). A waiter also tries again when the holder's lease may have ended, so this only
+// matters when a notification is lost and the holder's lease is long or unknown.
+func WithRecheckInterval(d time.Duration) Option {
+	return func(c *options) { c.Recheck = d }
+}
+
+// WithLogger sets where the Client reports what would otherwise pass silently (default:
+// slog.Default()): at Warn, a hold lost without Unlock (renewal found it gone or could not reach the
+// server in time, Unlock found it gone, a forced unlock), a failed renewal round, and a hold whose
+// ctx was dropped without Unlock; at Info, the notifier subscribing again after losing its
+// connection. Close is not logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *options) { c.Logger = l }
+}
+
+// AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
+const AllReplicas = core.AllReplicas
+
+// WithReplicaAck makes every acquisition, renewal and fencing increment wait until replicas
+// acknowledge it, so that a failover cannot hand a lock held here to a second owner (Redisson's
+// checkLockSyncedSlaves, with the failed acquisition given back instead of kept). After the script,
+// on the same connection and in the same round trip, it sends WAIT replicas timeout (and, when the
+// master writes an AOF and knows WAITAOF, WAITAOF 1 0 timeout for its own fsync).
+//
+// replicas is how many must acknowledge, or AllReplicas: wait for as many as the master has (asked
+// with INFO at most every few seconds, never per lock) and require at least one of them. When too
+// few acknowledge within timeout, the acquisition is released again and fails with an error
+// matching ErrNotReplicated; a renewal that is not acknowledged does not extend the lease. Each
+// acquisition costs up to timeout more while replicas lag.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *options) { c.ReplicaAck, c.ReplicaAckTimeout = replicas, timeout }
+}
+
+// New connects to Redis with rueidis options: one address for a standalone server, several (or one
+// that answers CLUSTER SLOTS) for a cluster, or the sentinels' addresses with opt.Sentinel.MasterSet
+// for Sentinel. Close closes the connection.
+//
+// Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
+// opt.DisableCache; redisync itself never uses the cache.
+func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
+	rdb, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(rdb, true, stallBound(opt), opts)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Wrap builds a Client on a rueidis client the caller already has. Close leaves rdb open.
+//
+// Acquisitions keep to a ctx deadline even when the server stalls; to do so without a goroutine per
+// command, Wrap assumes that rdb gives up on an unanswered command within rueidis's default timeouts
+// (ConnWriteTimeout 10 s, keep-alive 1 s). With longer ones, a deadline more than 12 s away may be
+// overrun by a command in flight when the server stalls. New knows its own timeouts.
+func Wrap(rdb rueidis.Client, opts ...Option) (*Client, error) {
+	if rdb == nil {
+		return nil, core.Invalid("client", "", "nil rueidis client")
+	}
+	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), opts)
+}
+
+// stallBound is how long rueidis, configured with opt, may take to fail a command that a stalled
+// server never answers: its ConnWriteTimeout, plus up to two keep-alive PING intervals when the
+// command was pipelined behind others. 0 when nothing bounds it.
+func stallBound(opt rueidis.ClientOption) time.Duration {
+	keepAlive := opt.Dialer.KeepAlive
+	if keepAlive == 0 {
+		keepAlive = rueidis.DefaultTCPKeepAlive
+	}
+	timeout := opt.ConnWriteTimeout
+	if timeout == 0 {
+		timeout = max(rueidis.DefaultTCPKeepAlive, keepAlive) * 10
+	}
+	if keepAlive < 0 || timeout < 0 {
+		return 0
+	}
+	return timeout + 2*keepAlive
+}
+
+func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option) (*Client, error) {
+	cfg := core.Config{StallBound: stall}
+	for _, o := range opts {
+		o((*options)(&cfg))
+	}
+	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
+		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
+	}
+	if cfg.ReplicaAck != 0 || cfg.ReplicaAckTimeout != 0 {
+		if cfg.ReplicaAck < 1 && cfg.ReplicaAck != AllReplicas {
+			return nil, core.Invalid("client", "", "replica acknowledgement by %d replicas: want at least 1, or AllReplicas", cfg.ReplicaAck)
+		}
+		if cfg.ReplicaAckTimeout < time.Millisecond {
+			return nil, core.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
+		}
+	}
+	if cfg.Recheck < 0 {
+		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
+	}
+	c, err := core.New(rdb, owns, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c}, nil
+}
+
+// Close stops the watchdog and the notifier (and closes the connection if New opened it). It releases
+// nothing: locks still held stop being renewed and expire within one watchdog timeout, or at the end
+// of their fixed lease, and the contexts of their holders end with ErrClosed. Waiters return
+// ErrClosed. Unlock before Close to release at once.
+func (c *Client) Close() error { return c.c.Close() }
+
+// ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
+func (c *Client) ID() string { return c.c.ID() }
+
+// Redis returns the underlying rueidis client.
+func (c *Client) Redis() rueidis.Client { return c.c.RDB() }

@@ -1,0 +1,19 @@
+-- Every read-write lock script takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] waiting
+-- writers, KEYS[3] the owner's read lease keys without the hold number ("{N}:OWNER:rwlock_timeout"),
+-- KEYS[4] channel, KEYS[5] the prefix of every lease key ("{N}:"), KEYS[6] unlock latch.
+--
+-- longest_read_lease(): the longest remaining lease of the lock's read holds, in ms (-3 when none is
+-- left): the lock lives that long, so that the read holds of dead clients age out.
+local function longest_read_lease()
+  local left = -3
+  local fields = redis.call('hgetall', KEYS[1])
+  for i = 1, #fields, 2 do
+    local n = tonumber(fields[i + 1])
+    if n and string.sub(fields[i], -6) ~= ':write' then
+      for k = 1, n do
+        left = math.max(left, redis.call('pttl', KEYS[5] .. fields[i] .. ':rwlock_timeout:' .. k))
+      end
+    end
+  end
+  return left
+end

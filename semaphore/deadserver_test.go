@@ -1,0 +1,120 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/testkit"
+)
+
+// TestAcquireReturnsWhenServerDiesWhileSubscribing (issue item 4): a waiter whose channels cannot be
+// subscribed still tries at its recheck interval, and so learns that the server has died.
+func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
+	const recheck = time.Second
+	tg := testkit.Own(t)
+	s := tg.Servers[0]
+	// From now on no subscription succeeds: the waiter stays in its subscribing state.
+	if _, err := s.Do("ACL", "SETUSER", "default", "resetchannels"); err != nil {
+		t.Fatal(err)
+	}
+	c := tg.Client(t, redisync.WithRecheckInterval(recheck))
+	sem := newSemaphore(t, c, "dead") // never set: no permit
+	done := make(chan error, 1)
+	go func() { done <- sem.Acquire(context.Background(), 1) }()
+	testkit.Eventually(t, 5*time.Second, func() error {
+		if n := core.Of(c).Notifier().Waiters(); n == 0 {
+			return errors.New("the waiter does not listen yet")
+		}
+		return nil
+	})
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.Overtime, "Acquire on a server that died", func() error { return <-done })
+	if err == nil {
+		t.Fatal("Acquire on a killed server acquired")
+	}
+}
+
+// TestAvailableReturnsOnDeadServer (issue item 5): Available returns an error within core.RetryBound
+// on a dead or stalled server, with a ctx that has no deadline.
+func TestAvailableReturnsOnDeadServer(t *testing.T) {
+	for _, fault := range []string{"kill", "SIGSTOP"} {
+		t.Run(fault, func(t *testing.T) {
+			tg := testkit.Own(t)
+			c := tg.Client(t)
+			sem := newSemaphore(t, c, "dead")
+			exp := newExpirable(t, c, "dead-expirable")
+			if fault == "kill" {
+				if err := tg.Servers[0].Kill(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				testkit.Stall(t, tg.Servers[0], fault)
+			}
+			queries := map[string]func() error{
+				"Semaphore.Available": func() error { _, err := sem.Available(context.Background()); return err },
+			}
+			if fault == "kill" {
+				// Its script is not sent again after a network error: it fails at once. On a stalled
+				// server the connection's own timeouts bound it.
+				queries["Expirable.Available"] = func() error { _, err := exp.Available(context.Background()); return err }
+			}
+			for what, q := range queries {
+				if err := testkit.ReturnsWithin(t, time.Now(), core.RetryBound, what, q); err == nil {
+					t.Errorf("%s on a dead server returned no error", what)
+				}
+			}
+		})
+	}
+}
+
+// TestParkedAcquireReturnsAtDeadline (issue item 6): a parked waiter returns at its deadline, a ctx's
+// or its wait bound's, while the server does not answer, and its record is removed once it answers.
+func TestParkedAcquireReturnsAtDeadline(t *testing.T) {
+	const deadline = 2 * time.Second
+	for _, how := range testkit.Stalls {
+		for _, bound := range []string{"ctx", "wait"} {
+			t.Run(how+"/"+bound, func(t *testing.T) {
+				tg := testkit.Own(t)
+				sem := newSemaphore(t, tg.Client(t, slow), "parked") // never set: no permit
+				done := make(chan error, 1)
+				start := time.Now()
+				go func() {
+					if bound == "ctx" {
+						ctx, cancel := context.WithTimeout(context.Background(), deadline)
+						defer cancel()
+						done <- sem.Acquire(ctx, 1)
+					} else {
+						done <- sem.TryAcquire(context.Background(), 1, deadline)
+					}
+				}()
+				oneRecord(t, tg, "parked")
+				resume := testkit.Stall(t, tg.Servers[0], how)
+				err := testkit.ReturnsWithin(t, start, deadline+2*core.Overtime, "a parked Acquire", func() error { return <-done })
+				want := error(redisync.ErrNotAcquired)
+				if bound == "ctx" {
+					want = context.DeadlineExceeded
+				}
+				if !errors.Is(err, want) {
+					t.Fatalf("parked Acquire: %v, want %v", err, want)
+				}
+				resume()
+				testkit.Eventually(t, 5*time.Second, func() error {
+					if r := records(t, tg, "parked"); len(r) != 0 {
+						return fmt.Errorf("waiter records left: %v", r)
+					}
+					return nil
+				})
+				if n := available(t, sem); n != 0 {
+					t.Fatalf("%d permits available after the waiter left, want 0", n)
+				}
+			})
+		}
+	}
+}
