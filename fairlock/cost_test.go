@@ -53,6 +53,7 @@ func TestHandoffWakesOnlyTheHead(t *testing.T) {
 		slot := fairlock.WithSlot(time.Minute)
 		holder := newLock(t, tg.Client(t, opts...), name(t), slot)
 		held := mustLock(t, holder, context.Background())
+		joined := commands(t, tg)
 		ln := newLine(t)
 		var want []string
 		for i := 0; i < waiters; i++ {
@@ -67,7 +68,14 @@ func TestHandoffWakesOnlyTheHead(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(200 * time.Millisecond) // each waiter's try right after its subscription
+		// Each waiter tries, subscribes, and tries again once subscribed (a release in between would
+		// otherwise go unseen); then it waits without a command.
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if n := commands(t, tg) - joined; n < 3*waiters {
+				return errorf("%d commands from %d waiters, want 3 each", n, waiters)
+			}
+			return nil
+		})
 		before := commands(t, tg)
 		mustUnlock(t, holder, held)
 		ln.check(want...)

@@ -17,6 +17,7 @@ import (
 func TestFairLockQueriesReturnOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
 		t.Run(fault, func(t *testing.T) {
+			t.Parallel() // a server of its own, and time spent waiting out a bound
 			tg := testkit.Own(t)
 			l := newLock(t, tg.Client(t), "dead")
 			held := mustLock(t, l, context.Background())
@@ -62,6 +63,7 @@ func TestParkedFairLockReturnsAtDeadline(t *testing.T) {
 	for _, how := range testkit.Stalls {
 		for _, bound := range []string{"ctx", "wait"} {
 			t.Run(how+"/"+bound, func(t *testing.T) {
+				t.Parallel() // a server of its own, and time spent waiting out a bound
 				tg := testkit.Own(t)
 				holder := newLock(t, tg.Client(t), "parked")
 				held := mustLock(t, holder, context.Background())

@@ -3,6 +3,8 @@ package multilock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,7 +103,17 @@ func TestMultiLockGetsNoneWhenOneIsHeld(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// It waits for the busy lock on that lock's channel.
+	testkit.Eventually(t, 10*time.Second, func() error {
+		out, err := servers[2].Do("PUBSUB", "NUMSUB", "redisson_lock__channel:{"+names3[2]+"}")
+		if err != nil {
+			return err
+		}
+		if f := strings.Fields(out); len(f) != 2 || f[1] == "0" {
+			return fmt.Errorf("no waiter subscribed: %q", out)
+		}
+		return nil
+	})
 	if err := other.Unlock(otherHeld); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +192,7 @@ func TestMultiLockLostSubLockEndsHold(t *testing.T) {
 		t.Fatalf("cause %v, want ErrLost", cause)
 	}
 	// The other two are given back without waiting for Unlock.
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[0], names3[0]) || exists(t, servers[2], names3[2]) {
 			return errors.New("sub-locks still held after the hold was lost")
 		}
@@ -210,7 +222,7 @@ func TestMultiLockLeaseIsEarliestSubLease(t *testing.T) {
 	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", cause)
 	}
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[1], names3[1]) {
 			return errors.New("the lock with the longer lease was not given back")
 		}
@@ -302,11 +314,12 @@ func TestBadInput(t *testing.T) {
 // Several locks of one deployment, in different cluster slots, behind one Client per process.
 func TestMultiLockOnOneDeployment(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
-		ctx := timeout(t, 30*time.Second)
+		// The default watchdog timeout: a busy machine that delays a renewal must not end a hold.
+		ctx := timeout(t, time.Minute)
 		var sec testkit.Section
 		var wg sync.WaitGroup
 		for range 4 {
-			c := tg.Client(t, redisync.WithWatchdogTimeout(time.Second))
+			c := tg.Client(t)
 			var ls []Locker
 			for _, name := range []string{"ml-orders", "ml-stock", "ml-ledger"} {
 				l, err := rlock.New(c, name)

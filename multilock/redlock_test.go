@@ -74,7 +74,10 @@ func TestRedLockWithStoppedServers(t *testing.T) {
 	if validity <= 0 || validity >= lease-lease/100 {
 		t.Fatalf("validity %v: want above 0 and below the lease minus drift (%v)", validity, lease-lease/100)
 	}
-	if validity > lease-acquired.Sub(start)+10*time.Millisecond {
+	// Counted from the first request, which was sent after start: acquiring took longer than the
+	// drift allowance (the stopped servers' instance timeout), so a validity counted from the
+	// acquisition would end after this.
+	if end.After(start.Add(lease)) {
 		t.Fatalf("validity %v does not discount the %v spent acquiring", validity, acquired.Sub(start))
 	}
 	for _, s := range servers[:3] {
@@ -244,7 +247,7 @@ func TestRedLockLostWithMajority(t *testing.T) {
 	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", cause)
 	}
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[2], name) {
 			return errors.New("the remaining sub-lock was not given back")
 		}
@@ -275,7 +278,7 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 			events <- m.Message
 		})
 	}()
-	testkit.Eventually(t, 2*time.Second, func() error {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		if out, _ := late.Do("PUBSUB", "NUMSUB", "__keyspace@0__:"+name); !strings.HasSuffix(out, "1") {
 			return errors.New("keyspace subscription not ready")
 		}

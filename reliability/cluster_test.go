@@ -38,7 +38,7 @@ func TestFaultClusterFailover(t *testing.T) {
 		}
 		return err
 	})
-	time.Sleep(3 * ttl) // renewals through the new master
+	testkit.AwaitRenewals(t, tg.Redis(t), name, 3) // renewals through the new master
 	if cause := context.Cause(held); cause != nil {
 		t.Fatalf("hold lost across a graceful cluster failover: %v", cause)
 	}

@@ -78,11 +78,11 @@ func TestFaultStallShorterThanTTL(t *testing.T) {
 	if err := tg.Servers[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1200 * time.Millisecond) // long enough for a renewal to be stuck, shorter than the TTL
+	time.Sleep(1200 * time.Millisecond) // the stall: long enough for a renewal to be stuck, shorter than the TTL
 	if err := tg.Servers[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * ttl) // renewals after the stall
+	testkit.AwaitRenewals(t, tg.Redis(t), "stall-short", 2) // renewals after the stall
 	if cause := context.Cause(held); cause != nil {
 		t.Fatalf("hold lost by a stall shorter than the TTL: %v", cause)
 	}
@@ -131,11 +131,11 @@ func TestFaultStallLongerThanTTL(t *testing.T) {
 	// When the holder's ctx ended, as seen from inside the holder's process.
 	lostAt := make(chan time.Time, 1)
 	context.AfterFunc(held1, func() { lostAt <- time.Now() })
-	time.Sleep(100 * time.Millisecond)
+	subscribers(t, tg, "redisson_lock__channel:{stall-long}", 1) // the waiter waits
 	if err := tg.Servers[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * ttl)
+	time.Sleep(2 * ttl) // the stall: the last renewal's lease ends within it
 	if err := tg.Servers[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +181,22 @@ func TestFaultCommandBlocked(t *testing.T) {
 			tg := testkit.Own(t)
 			c := tg.Client(t, redisync.WithWatchdogTimeout(ttl))
 			l := newLock(t, c, "blocked")
-			go tg.Servers[0].Do(block...)
-			time.Sleep(200 * time.Millisecond)
+			if block[0] == "CLIENT" {
+				if _, err := tg.Servers[0].Do(block...); err != nil { // the pause is on once answered
+					t.Fatal(err)
+				}
+			} else {
+				go tg.Servers[0].Do(block...)
+				// The sleep is on once the server stops answering.
+				testkit.Eventually(t, 10*time.Second, func() error {
+					ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+					defer cancel()
+					if _, err := tg.Servers[0].DoContext(ctx, "PING"); err == nil {
+						return errors.New("the server still answers")
+					}
+					return nil
+				})
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			held, err := l.Lock(ctx)
@@ -224,13 +238,7 @@ func TestFaultNotificationConnectionKilled(t *testing.T) {
 		held2, err = l2.Lock(context.Background())
 		waiter <- err
 	}()
-	testkit.Eventually(t, 5*time.Second, func() error {
-		out, err := tg.Servers[0].Do("PUBSUB", "NUMSUB", "redisson_lock__channel:{pubsub-killed}")
-		if err == nil && !strings.HasSuffix(out, "\n1") {
-			err = fmt.Errorf("waiter not subscribed: %q", out)
-		}
-		return err
-	})
+	subscribers(t, tg, "redisson_lock__channel:{pubsub-killed}", 1)
 	if _, err := tg.Servers[0].Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +303,7 @@ func TestFaultServerRestart(t *testing.T) {
 				}
 				return
 			}
-			time.Sleep(3 * ttl) // several renewals against the restarted server
+			testkit.AwaitRenewals(t, tg.Redis(t), "restarted", 2) // renewals against the restarted server
 			if cause := context.Cause(held); cause != nil {
 				t.Fatalf("persisted lock reported lost: %v", cause)
 			}
@@ -318,7 +326,7 @@ func TestFaultClockJump(t *testing.T) {
 	}
 	select {
 	case <-held.Done():
-	case <-time.After(3 * ttl):
+	case <-time.After(10 * ttl):
 		t.Fatal("holder not told that its lock expired early")
 	}
 	if !errors.Is(context.Cause(held), redisync.ErrLost) {
@@ -451,4 +459,17 @@ func runHolder(addr string) int {
 		fmt.Println("STILL HELD")
 	}
 	return 0
+}
+
+// subscribers waits until channel has n subscribers on the server of tg.
+func subscribers(t *testing.T, tg *testkit.Target, channel string, n int) {
+	t.Helper()
+	want := strconv.Itoa(n)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		out, err := tg.Servers[0].Do("PUBSUB", "NUMSUB", channel)
+		if f := strings.Fields(out); err == nil && (len(f) != 2 || f[1] != want) {
+			err = fmt.Errorf("%s: %q subscribed, want %d", channel, out, n)
+		}
+		return err
+	})
 }

@@ -81,7 +81,12 @@ func TestReplicaAckHealthy(t *testing.T) {
 	if n, err := st.Replica.Do("EXISTS", "ack-healthy"); err != nil || n != "1" {
 		t.Fatalf("acknowledged lock not on the replica: %q, %v", n, err)
 	}
-	time.Sleep(3 * ttl)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	testkit.AwaitRenewals(t, rdb, "ack-healthy", 3)
 	if cause := context.Cause(held); cause != nil {
 		t.Fatalf("acknowledged renewals lost the hold: %v", cause)
 	}

@@ -58,6 +58,7 @@ func TestLockReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
 		t.Run(fault, func(t *testing.T) {
+			t.Parallel() // a server of its own, and time spent waiting out a bound
 			tg := testkit.Own(t)
 			l := newLock(t, tg.Client(t), "dead")
 			held := mustLock(t, l, context.Background())
@@ -101,6 +102,7 @@ func TestParkedLockReturnsAtDeadline(t *testing.T) {
 	for _, how := range testkit.Stalls {
 		for _, bound := range []string{"ctx", "wait"} {
 			t.Run(how+"/"+bound, func(t *testing.T) {
+				t.Parallel() // a server of its own, and time spent waiting out a bound
 				tg := testkit.Own(t)
 				holder := newLock(t, tg.Client(t), "parked")
 				held := mustLock(t, holder, context.Background())

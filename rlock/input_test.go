@@ -121,14 +121,14 @@ func TestCloseEndsWaitersAndHolders(t *testing.T) {
 		_, err := l.Lock(context.Background())
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	parked(t, c, "close-waiters")
 	c.Close()
 	select {
 	case err := <-got:
 		if !errors.Is(err, redisync.ErrClosed) {
 			t.Fatalf("waiter returned %v, want ErrClosed", err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("waiter still waiting after Close")
 	}
 	if _, err := l.Lock(context.Background()); !errors.Is(err, redisync.ErrClosed) {
@@ -194,17 +194,18 @@ func TestForceUnlock(t *testing.T) {
 		held := mustLock(t, l, context.Background())
 		var wg sync.WaitGroup
 		wg.Add(1)
+		oc := tg.Client(t, slow)
+		other := newLock(t, oc, "forced")
 		go func() {
 			defer wg.Done()
-			other := newLock(t, tg.Client(t, slow), "forced")
-			h, err := other.TryLock(context.Background(), 3*time.Second)
+			h, err := other.TryLock(context.Background(), 20*time.Second)
 			if err != nil {
 				t.Errorf("waiter not woken by the forced unlock: %v", err)
 				return
 			}
 			other.Unlock(h)
 		}()
-		time.Sleep(100 * time.Millisecond)
+		parked(t, oc, "forced")
 		ok, err := l.ForceUnlock(context.Background())
 		if err != nil || !ok {
 			t.Fatalf("ForceUnlock = %v, %v", ok, err)

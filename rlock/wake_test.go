@@ -143,7 +143,7 @@ func TestJavaWaiterWokenBesideOurs(t *testing.T) {
 			if m != "0" {
 				t.Fatalf("the Java waiter heard %q, want Redisson's unlock message 0", m)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("our release did not wake the Java waiter")
 		}
 		if err := <-oursDone; err != nil {

@@ -16,6 +16,7 @@ import (
 func TestRWLockQueriesReturnOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
 		t.Run(fault, func(t *testing.T) {
+			t.Parallel() // a server of its own, and time spent waiting out a bound
 			tg := testkit.Own(t)
 			rw := mustNew(t, tg.Client(t), "dead")
 			if fault == "kill" {

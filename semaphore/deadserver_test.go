@@ -46,6 +46,7 @@ func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 func TestAvailableReturnsOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
 		t.Run(fault, func(t *testing.T) {
+			t.Parallel() // a server of its own, and time spent waiting out a bound
 			tg := testkit.Own(t)
 			c := tg.Client(t)
 			sem := newSemaphore(t, c, "dead")
@@ -81,6 +82,7 @@ func TestParkedAcquireReturnsAtDeadline(t *testing.T) {
 	for _, how := range testkit.Stalls {
 		for _, bound := range []string{"ctx", "wait"} {
 			t.Run(how+"/"+bound, func(t *testing.T) {
+				t.Parallel() // a server of its own, and time spent waiting out a bound
 				tg := testkit.Own(t)
 				sem := newSemaphore(t, tg.Client(t, slow), "parked") // never set: no permit
 				done := make(chan error, 1)

@@ -55,7 +55,12 @@ func TestExpirableTTLDoesNotOverAdmit(t *testing.T) {
 				}
 				leaseEnd, _ := strconv.ParseInt(score(t, rdb, name, held[0]), 10, 64)
 				if before {
-					if ms := pttl(t, tg, timeoutKey(name)); ms <= 0 || ms > 200 {
+					m := testkit.Do(t, rdb, "PTTL", timeoutKey(name))
+					ms, _ := m.AsInt64()
+					switch {
+					case ms == -2 && !exists(t, rdb, name):
+						t.Log("the pool's 200 ms ended before its permits' PTTL was read: nothing to compare")
+					case ms <= 0 || ms > 200:
 						t.Fatalf("the permits' PTTL is %d after an acquire from a pool with 200 ms left, want the pool's", ms)
 					}
 				} else {

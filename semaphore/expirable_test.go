@@ -384,7 +384,7 @@ func TestExpirableAcquireAfterCancelGivesBack(t *testing.T) {
 		if spy.calls.Load() != 1 {
 			t.Fatalf("%d tries, want 1", spy.calls.Load())
 		}
-		testkit.Eventually(t, 2*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			if got := counts(t, e); got != [3]int64{2, 0, 2} {
 				return fmt.Errorf("available, acquired, permits = %v after the acquisition was given back, want [2 0 2]", got)
 			}

@@ -353,7 +353,7 @@ func TestSemaphoreAcquireAfterCancelGivesBack(t *testing.T) {
 		if spy.calls.Load() != 1 {
 			t.Fatalf("%d tries, want 1", spy.calls.Load())
 		}
-		testkit.Eventually(t, 2*time.Second, func() error {
+		testkit.Eventually(t, 10*time.Second, func() error {
 			if n := available(t, s); n != 2 {
 				return fmt.Errorf("%d available after the acquisition was given back, want 2", n)
 			}
