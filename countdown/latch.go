@@ -21,6 +21,7 @@ package countdown
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -187,8 +188,10 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 				return n <= 0, 0, nil
 			case ctx.Err() != nil:
 				return false, 0, context.Cause(ctx)
-			case rctx.Err() != nil:
-				return false, 0, nil // unanswered until the wait ended: not seen open
+			case rctx.Err() != nil || (!stop.IsZero() && errors.Is(err, context.DeadlineExceeded)):
+				// Unanswered until the wait ended: not seen open. rueidis may report the deadline a
+				// moment before rctx's own timer fires.
+				return false, 0, nil
 			}
 			return false, 0, err
 		},
