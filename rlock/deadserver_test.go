@@ -40,7 +40,7 @@ func TestLockReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.Overtime, "Lock on a server that died", func() error { return <-done })
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.RetryBound+core.Overtime, "Lock on a server that died", func() error { return <-done })
 	if err == nil {
 		t.Fatal("Lock on a killed server acquired")
 	}

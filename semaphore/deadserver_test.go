@@ -35,7 +35,7 @@ func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.Overtime, "Acquire on a server that died", func() error { return <-done })
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.RetryBound+core.Overtime, "Acquire on a server that died", func() error { return <-done })
 	if err == nil {
 		t.Fatal("Acquire on a killed server acquired")
 	}

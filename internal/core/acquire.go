@@ -125,8 +125,10 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 // Config.StallBound): then it runs apart, and Acquire returns at ctx's deadline, or Overtime after the
 // wait bound (a try sent at the bound gets that long to be answered). Either way, when ctx has ended
 // or the wait has been given up by the time a try acquires, Undo gives the acquisition back; a
-// cancellation during a try is seen when the try returns. It returns the start time of the
-// successful try.
+// cancellation during a try is seen when the try returns. A try after the first that fails with a
+// network error is retried every networkRetry until tries have failed for RetryBound: a failover or a
+// restart breaks connections that rueidis dials again. It returns the start time of the successful
+// try.
 func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
@@ -172,6 +174,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	} else if ws.ready() {
 		ws.settle()
 	}
+	var failing time.Time // when the first of the tries failing with network errors was sent
 	// Since Go 1.23 a stopped or reset timer never delivers a stale tick, so no draining is needed.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -219,7 +222,20 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 				continue // the other channel is not subscribed yet: the try after it covers both
 			}
 		}
-		if ok, retryIn, start, err = try(); ok || err != nil {
+		ok, retryIn, start, err = try()
+		if err != nil && !ok && isNetworkError(err) {
+			// A connection that broke (a failover, a restart) is dialled again by rueidis: a waiter
+			// keeps trying, and gives up only once its tries have failed for RetryBound.
+			if failing.IsZero() {
+				failing = start
+			}
+			if time.Since(failing)+networkRetry < RetryBound {
+				err, retryIn = nil, networkRetry
+			}
+		} else if err == nil {
+			failing = time.Time{}
+		}
+		if ok || err != nil {
 			return start, err
 		}
 		if last || (!deadline.IsZero() && !time.Now().Before(deadline)) {
@@ -394,6 +410,9 @@ func (c *Client) mayOverrun(ctx context.Context, stop time.Time) bool {
 	}
 	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= c.cfg.StallBound)
 }
+
+// networkRetry is how soon a waiter whose try failed with a network error tries again.
+const networkRetry = 250 * time.Millisecond
 
 // Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
 // end: the last try of a wait bound (see Acquire), a waiter's leaving (see Leave). A server that
