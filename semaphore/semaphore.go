@@ -212,7 +212,7 @@ const (
 type acquisition struct {
 	s     *Semaphore
 	args  [nArgs]string
-	score int64     // the score the last failed try gave the record: a grant must have come after it
+	score int64 // the score the last failed try gave the record: a grant must have come after it
 }
 
 func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
