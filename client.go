@@ -54,6 +54,20 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *options) { c.Logger = l }
 }
 
+// WithNameMapper maps every object name before anything is built from it, as Redisson's NameMapper
+// (Config.setNameMapper) does: the mapped name is the object's key, its side keys and channels are
+// built from the mapped name, and Name methods return it. A Go and a Java process that map names
+// the same way meet on the same keys; tenants that share one Redis keep apart with a prefix each:
+//
+//	redisync.WithNameMapper(func(name string) string { return "tenant-a:" + name })
+//
+// map must be a pure function that never returns "" (a name it maps to "" is refused with
+// ErrInvalidArgument). Redisson's unmap has no counterpart here: nothing reads names back from
+// Redis.
+func WithNameMapper(mapper func(name string) string) Option {
+	return func(c *options) { c.NameMapper = mapper }
+}
+
 // AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
 const AllReplicas = core.AllReplicas
 

@@ -14,9 +14,10 @@
 //
 // Layout in Redis (Redisson's): the key is the name, a string holding the count, without expiry; the
 // channel is "redisson_countdownlatch__channel__{name}", which hears "0" when the count reaches zero and
-// "1" when the latch is set or deleted. For a name with braces of its own, whose Redisson channel would
-// fall in another cluster slot than the key, the channel keeps the key's slot instead; Java waiters on
-// such a latch are not woken by Go, and on a cluster Redisson cannot use that latch at all.
+// "1" when the latch is set or deleted, for every name ("{job}:7" included) on a standalone server
+// and under Sentinel. Only on a cluster, for a name with braces of its own whose Redisson channel would
+// fall in another slot than the key, does the channel keep the key's slot instead: Redisson's own
+// scripts fail on such a latch there (CROSSSLOT), so no Java process can share it.
 package countdown
 
 import (
@@ -51,23 +52,20 @@ type Latch struct {
 
 // New returns the latch called name.
 func New(c *redisync.Client, name string) (*Latch, error) {
-	if c == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+	cc := core.Of(c)
+	name, err := cc.Name(kind, name)
+	if err != nil {
+		return nil, err
 	}
-	if name == "" {
-		return nil, core.Invalid(kind, name, "empty name")
-	}
-	return &Latch{c: core.Of(c), name: name, channel: channel(name)}, nil
+	return &Latch{c: cc, name: name, channel: channel(cc, name)}, nil
 }
 
-// channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}", unless
-// that would put it in another cluster slot than the latch (a name with braces of its own), where a
-// script could not touch both: then the channel keeps the name's slot, as every side key does.
-func channel(name string) string {
-	if ch := "redisson_countdownlatch__channel__{" + name + "}"; core.Slot(ch) == core.Slot(name) {
-		return ch
-	}
-	return core.Prefixed("redisson_countdownlatch__channel_", name)
+// channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}" (braces
+// added whatever the name holds: Redisson does not use prefixName here). Only on a cluster, where that
+// channel would fall in another slot than the latch (a name with braces of its own, "{job}:7"), so that
+// no script could touch both, does the channel keep the name's slot instead, as side keys do there.
+func channel(c *core.Client, name string) string {
+	return c.Names().Braced("redisson_countdownlatch__channel__", name, "redisson_countdownlatch__channel_")
 }
 
 // Name returns the latch's name, which is also its key in Redis.

@@ -490,14 +490,23 @@ func TestServerErrors(t *testing.T) {
 	}
 }
 
-func TestChannelKeepsSlot(t *testing.T) {
-	for _, name := range []string{"plain", "{tag}x", "a{b}c", "a}b", "a{", "{}"} {
-		ch := channel(name)
-		if core.Slot(ch) != core.Slot(name) {
-			t.Errorf("channel %q of %q is in slot %d, the latch in %d", ch, name, core.Slot(ch), core.Slot(name))
+// The channel is Redisson's, "redisson_countdownlatch__channel__{" + name + "}", for every name on a
+// standalone server (and under Sentinel, which names the same way); on a cluster only where that is
+// in the latch's slot, and in the latch's slot always.
+func TestChannelOfEveryName(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		c := tg.Client(t)
+		for _, name := range []string{"plain", "{tag}x", "a{b}c", "a}b", "a{", "{}", "{job}:7", "cfg}v2", "cfg{v2"} {
+			ch := newLatch(t, c, name).channel
+			redisson := "redisson_countdownlatch__channel__{" + name + "}"
+			switch {
+			case tg.Name != "cluster" && ch != redisson:
+				t.Errorf("channel of %q is %q, Redisson's is %q", name, ch, redisson)
+			case tg.Name == "cluster" && core.Slot(ch) != core.Slot(name):
+				t.Errorf("channel %q of %q is in slot %d, the latch in %d", ch, name, core.Slot(ch), core.Slot(name))
+			case tg.Name == "cluster" && core.Slot(redisson) == core.Slot(name) && ch != redisson:
+				t.Errorf("channel of %q is %q, Redisson's %q is in the latch's slot", name, ch, redisson)
+			}
 		}
-	}
-	if ch := channel("plain"); ch != "redisson_countdownlatch__channel__{plain}" {
-		t.Errorf("channel of a plain name is %q, not Redisson's", ch)
-	}
+	})
 }

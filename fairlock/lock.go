@@ -146,9 +146,9 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if o.slot == 0 {
 		o.slot = p.c.Config().WatchdogTimeout
 	}
-	side := core.SideKeys(name, "redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token",
+	side := p.c.SideKeys(h.Name, "redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token",
 		"redisson_lock__channel", "redisync_fair_waiters", "redisson_unlock_latch")
-	p.keys = [...]string{name, side[0], side[1], side[2], side[3], side[4]}
+	p.keys = [...]string{h.Name, side[0], side[1], side[2], side[3], side[4]}
 	p.latch = side[5]
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only wakes.

@@ -14,8 +14,8 @@
 -- client's channel. The waiter returns without a try and its client deletes the grant; a try it makes
 -- meanwhile finds the grant and takes it (semaphore_acquire.lua); one that left gives it back
 -- (semaphore_forget.lua). The score tells the waiter which of its tries the grant came after.
--- Redisson's message (the count left) still goes out on the shared channel when none of ours was
--- served, or when more listen there than our clients (a Java waiter may).
+-- Redisson's message (the count left) still goes out on the shared channel whenever permits are
+-- left, as every Redisson release publishes it: a Java waiter never misses one.
 --
 -- wake(sem, count, waiters, clients, grants, shared, prefix, publish, numsub): count is the count
 -- now, prefix the wake channels' prefix (a client id follows), publish 'publish' or 'spublish',
@@ -61,9 +61,10 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
   if served and redis.call('pttl', grants) < 600000 then
     redis.call('pexpire', grants, 600000)
   end
-  -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
-  if left > 0 and (not served
-      or tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients)) then
+  -- Redisson's waiters hear only this message, and publish it on every release: whatever is left
+  -- is announced, even when ours were served, since who else listens cannot be told for sure (a
+  -- client stays recorded for a while after it stopped listening).
+  if left > 0 then
     redis.call(publish, shared, left)
   end
 end

@@ -75,20 +75,19 @@ type Option func(*Limiter)
 // Client's ID). Limiters given the same id share one PerClient rate: several Clients of one process,
 // say, or a Go process and a Redisson instance whose id it is. It does not change an Overall limiter.
 func WithClientID(id string) Option {
-	return func(l *Limiter) { l.keys[2], l.keys[4] = clientKeys(l.name, id) }
+	return func(l *Limiter) { l.keys[2], l.keys[4] = l.clientKeys(id) }
 }
 
 // New returns the rate limiter called name. It sends nothing: set the rate with TrySetRate or SetRate.
 func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
-	if c == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+	cc := core.Of(c)
+	name, err := cc.Name(kind, name)
+	if err != nil {
+		return nil, err
 	}
-	if name == "" {
-		return nil, core.Invalid(kind, name, "empty name")
-	}
-	l := &Limiter{c: core.Of(c), name: name}
-	l.keys[0], l.keys[1], l.keys[3] = name, core.Suffixed(name, "value"), core.Suffixed(name, "permits")
-	l.keys[2], l.keys[4] = clientKeys(name, l.c.ID())
+	l := &Limiter{c: cc, name: name}
+	l.keys[0], l.keys[1], l.keys[3] = name, cc.Suffixed(name, "value"), cc.Suffixed(name, "permits")
+	l.keys[2], l.keys[4] = l.clientKeys(l.c.ID())
 	for _, opt := range opts {
 		opt(l)
 	}
@@ -99,11 +98,11 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 }
 
 // clientKeys returns the value and permits keys of a PerClient window, or "" for an empty id.
-func clientKeys(name, id string) (value, permits string) {
+func (l *Limiter) clientKeys(id string) (value, permits string) {
 	if id == "" {
 		return "", ""
 	}
-	return core.Suffixed(core.Suffixed(name, "value"), id), core.Suffixed(core.Suffixed(name, "permits"), id)
+	return l.c.Suffixed(l.keys[1], id), l.c.Suffixed(l.keys[3], id)
 }
 
 // Name returns the limiter's name, which is also the key of its hash in Redis.

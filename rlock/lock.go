@@ -120,9 +120,9 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	side := core.SideKeys(name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
+	side := p.c.SideKeys(h.Name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
 		"redisson_lock__channel", "redisync_lock__wake", "redisson_unlock_latch")
-	p.keys = [...]string{name, side[0], side[1], side[2], side[3], side[4] + ":"}
+	p.keys = [...]string{h.Name, side[0], side[1], side[2], side[3], side[4] + ":"}
 	p.latch = side[5]
 	p.wake = p.keys[keyWakePrefix] + p.c.ID()
 	p.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted

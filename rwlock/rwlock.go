@@ -101,9 +101,9 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 		if err != nil {
 			return nil, err
 		}
-		side := core.SideKeys(name, "redisson_rwlock", "redisync_rwlock_writers", "redisson_unlock_latch")
-		s.channel, s.writers, s.latch = side[0], side[1], side[2]
-		s.prefix = core.Suffixed(name, "")
+		side := cc.SideKeys(h.Name, "redisson_rwlock", "redisync_rwlock_writers", "redisson_unlock_latch")
+		s.name, s.channel, s.writers, s.latch = h.Name, side[0], side[1], side[2]
+		s.prefix = cc.Suffixed(h.Name, "")
 		s.leaseMs, s.reentry = h.LeaseMs, h.ReentryArg
 		h.Kind = "read lock"
 		h.Shared = true // readers share, and may release in any order

@@ -58,13 +58,12 @@ func WithLease(d time.Duration) Option { return func(e *Expirable) { e.lease = d
 
 // NewExpirable returns the permit-expirable semaphore called name.
 func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, error) {
-	if c == nil {
-		return nil, core.Invalid(expirableKind, name, "nil client")
+	cc := core.Of(c)
+	name, err := cc.Name(expirableKind, name)
+	if err != nil {
+		return nil, err
 	}
-	if name == "" {
-		return nil, core.Invalid(expirableKind, name, "empty name")
-	}
-	e := &Expirable{c: core.Of(c), name: name}
+	e := &Expirable{c: cc, name: name}
 	for _, o := range opts {
 		o(e)
 	}
@@ -73,7 +72,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 		return nil, core.Errorf(expirableKind, name, err)
 	}
 	e.leaseMs = ms
-	e.keys = []string{name, core.Suffixed(name, "timeout"), channel(name)}
+	e.keys = []string{name, cc.Suffixed(name, "timeout"), channel(cc, name)}
 	return e, nil
 }
 

@@ -98,7 +98,7 @@ func spied(t *testing.T, tg *testkit.Target, match func(args []string) bool, opt
 
 // waiting returns how many goroutines of c wait on the semaphore channel of name.
 func waiting(c *redisync.Client, name string) int {
-	return core.Of(c).Notifier().Waiting(core.Prefixed("redisson_sc", name))
+	return core.Of(c).Notifier().Waiting(core.Of(c).Prefixed("redisson_sc", name))
 }
 
 // channelOf is the Redisson channel of a semaphore, spelled out rather than computed, so that a

@@ -11,8 +11,9 @@
 // them for as many waiters as it can serve (one asking for 2 and one asking for 1, say, for a release
 // of 3), those that tried least recently first, across all Clients, and tells each one's Client, so
 // that the waiter returns without a try of its own. Redisson's message (the new count) is still
-// published when nobody of ours was served or a Java waiter may listen; it wakes, on each Client, as
-// many waiters as the count can serve, which then try. An Expirable semaphore's waiters are woken that
+// published whenever permits are left, as Redisson publishes it on every release, so that a Java
+// waiter never misses one; it wakes, on each Client, as many waiters as the count can serve, which
+// then try. An Expirable semaphore's waiters are woken that
 // way only.
 //
 // Acquiring or releasing 0 permits is a no-op that succeeds without a command to Redis, as in
@@ -75,14 +76,13 @@ type Semaphore struct {
 
 // New returns the counting semaphore called name.
 func New(c *redisync.Client, name string) (*Semaphore, error) {
-	if c == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+	cc := core.Of(c)
+	name, err := cc.Name(kind, name)
+	if err != nil {
+		return nil, err
 	}
-	if name == "" {
-		return nil, core.Invalid(kind, name, "empty name")
-	}
-	s := &Semaphore{c: core.Of(c), name: name, channel: channel(name), windowMs: "0"}
-	side := core.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
+	s := &Semaphore{c: cc, name: name, channel: channel(cc, name), windowMs: "0"}
+	side := cc.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
 		"redisync_semaphore__wake", "redisync_semaphore_grants")
 	s.keys = [6]string{name, s.channel, side[0], side[1], side[2] + ":", side[3]}
 	s.tryKeys = [4]string{name, side[0], side[1], side[3]}
@@ -96,7 +96,7 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 }
 
 // channel is where every semaphore of name announces its new count.
-func channel(name string) string { return core.Prefixed("redisson_sc", name) }
+func channel(c *core.Client, name string) string { return c.Prefixed("redisson_sc", name) }
 
 // Name returns the semaphore's name, which is also its key in Redis.
 func (s *Semaphore) Name() string { return s.name }

@@ -42,6 +42,7 @@ type connFlags struct {
 	sentinel     string
 	sentinelUser string
 	sentinelPass string // file
+	prefix       string
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
@@ -61,7 +62,11 @@ func (c *connFlags) registerWith(fs *flag.FlagSet, note string) {
 	fs.StringVar(&c.sentinel, "sentinel", "", "connect through Sentinel to the master named `MASTER`; --addr lists the sentinels")
 	fs.StringVar(&c.sentinelUser, "sentinel-user", "", "ACL `USER` for the sentinels; their password comes from $"+sentinelPasswordEnv+" or --sentinel-password-file")
 	fs.StringVar(&c.sentinelPass, "sentinel-password-file", "", "read the sentinels' password from `FILE`")
+	fs.StringVar(&c.prefix, "prefix", "", "prepend `PREFIX` to every NAME, as a Redisson NameMapper that prepends it does (keys and channels are\nbuilt from PREFIX+NAME): meet Java processes so configured, or keep tenants of one Redis apart")
 }
+
+// objectKey returns the key of the object called name: name with the --prefix.
+func (c *connFlags) objectKey(name string) string { return c.prefix + name }
 
 // explicit reports whether a server was given on the command line.
 func (c *connFlags) explicit() bool { return c.addr != "" || c.url != "" || c.sentinel != "" }
@@ -234,6 +239,10 @@ func (c *connFlags) connect(cmd *command, opts ...redisync.Option) (*redisync.Cl
 	opt, err := c.option()
 	if err != nil {
 		return nil, cmd.usageError("%v", err)
+	}
+	if c.prefix != "" {
+		prefix := c.prefix
+		opts = append(opts, redisync.WithNameMapper(func(name string) string { return prefix + name }))
 	}
 	client, err := redisync.New(opt, opts...)
 	if err != nil {

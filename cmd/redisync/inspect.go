@@ -124,11 +124,11 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rdb.Close()
 	if *watching {
-		return watchInspect(rdb, pos[0], *asJSON, max(*interval, 10*time.Millisecond), stdout, stderr)
+		return watchInspect(rdb, conn.objectKey(pos[0]), *asJSON, max(*interval, 10*time.Millisecond), stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := inspect(ctx, rdb, pos[0])
+	st, err := inspect(ctx, rdb, conn.objectKey(pos[0]))
 	if err != nil {
 		return redisError(cmd, err)
 	}
@@ -193,9 +193,14 @@ func (r *reader) foreign(st *state, typ string) {
 
 // reader sends read-only commands and remembers the first error.
 type reader struct {
-	ctx context.Context
-	rdb rueidis.Client
-	err error
+	ctx   context.Context
+	rdb   rueidis.Client
+	names core.Names
+	err   error
+}
+
+func newReader(ctx context.Context, rdb rueidis.Client) *reader {
+	return &reader{ctx: ctx, rdb: rdb, names: core.Names{Cluster: rdb.Mode() == rueidis.ClientModeCluster}}
 }
 
 func (r *reader) do(cmd rueidis.Completed) rueidis.RedisResult {
@@ -271,7 +276,7 @@ func (r *reader) found(st *state, key string, ok bool) bool {
 
 // inspect reads the layout of every primitive that may live under name.
 func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, error) {
-	r := &reader{ctx: ctx, rdb: rdb}
+	r := newReader(ctx, rdb)
 	st := &state{Name: name, Kind: "none", Keys: []string{}}
 	typ, err := r.do(rdb.B().Type().Key(name).Build()).ToString()
 	if err != nil {
@@ -305,7 +310,7 @@ func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, erro
 	if r.err != nil {
 		return nil, r.err
 	}
-	who := whois(ctx, rdb, name)
+	who := whois(ctx, rdb, r.names.Prefixed(whoisPrefix, name))
 	for i, h := range st.Holders {
 		if info, ok := who[h.Owner]; ok {
 			st.Holders[i].Who = &info
@@ -348,9 +353,9 @@ func (r *reader) lock(st *state, held bool, now int64) {
 	if held {
 		fields, _ = r.do(r.rdb.B().Hgetall().Key(name).Build()).AsStrMap()
 	}
-	queueKey := core.Prefixed("redisson_lock_queue", name)
-	timeoutKey := core.Prefixed("redisson_lock_timeout", name)
-	tokenKey := core.Prefixed("redisson_lock_token", name)
+	queueKey := r.names.Prefixed("redisson_lock_queue", name)
+	timeoutKey := r.names.Prefixed("redisson_lock_timeout", name)
+	tokenKey := r.names.Prefixed("redisson_lock_token", name)
 	fair := r.found(st, queueKey, r.exists(queueKey))
 	fair = r.found(st, timeoutKey, r.exists(timeoutKey)) || fair
 	if token, ok := r.int(tokenKey); r.found(st, tokenKey, ok) {
@@ -360,7 +365,7 @@ func (r *reader) lock(st *state, held bool, now int64) {
 	if mode, ok := fields["mode"]; ok {
 		st.Kind, st.Mode = "read-write lock", mode
 		delete(fields, "mode")
-		writersKey := core.Prefixed("redisync_rwlock_writers", name)
+		writersKey := r.names.Prefixed("redisync_rwlock_writers", name)
 		for _, z := range r.zset(writersKey) {
 			if in := int64(z.Score) - now; in > 0 { // lapsed ones are ignored, and dropped by the next reader
 				st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: strings.TrimSuffix(z.Member, ":write"), Deadline: &in})
@@ -374,7 +379,7 @@ func (r *reader) lock(st *state, held bool, now int64) {
 				h.Owner, h.Write = o, true
 			} else {
 				for k := int64(1); k <= count; k++ {
-					h.Leases = append(h.Leases, r.pttl(core.Suffixed(name, owner+":rwlock_timeout:"+strconv.FormatInt(k, 10))))
+					h.Leases = append(h.Leases, r.pttl(r.names.Suffixed(name, owner+":rwlock_timeout:"+strconv.FormatInt(k, 10))))
 				}
 			}
 			st.Holders = append(st.Holders, h)
@@ -417,8 +422,8 @@ func (r *reader) counter(st *state, now int64) {
 	if r.expirable(st, now) {
 		return
 	}
-	sem := r.subscribers(core.Prefixed("redisson_sc", st.Name)) > 0
-	latch := r.subscribers(latchChannel(st.Name)) > 0
+	sem := r.subscribers(r.names.Prefixed("redisson_sc", st.Name)) > 0
+	latch := r.subscribers(r.names.Braced("redisson_countdownlatch__channel__", st.Name, "redisson_countdownlatch__channel_")) > 0
 	switch {
 	case sem && !latch:
 		st.Kind, st.Available = "semaphore", &n
@@ -431,7 +436,7 @@ func (r *reader) counter(st *state, now int64) {
 
 // expirable reads the permits of a permit-expirable semaphore; it reports whether there are any.
 func (r *reader) expirable(st *state, now int64) bool {
-	key := core.Suffixed(st.Name, "timeout")
+	key := r.names.Suffixed(st.Name, "timeout")
 	zs := r.zset(key)
 	if !r.found(st, key, len(zs) > 0) {
 		return false
@@ -452,11 +457,6 @@ func (r *reader) expirable(st *state, now int64) bool {
 	}
 	st.Available = &available
 	return true
-}
-
-// latchChannel is the countdown latch's channel: Redisson's name has no colon before the tag.
-func latchChannel(name string) string {
-	return strings.Replace(core.Prefixed("redisson_countdownlatch__channel__", name), "__:", "__", 1)
 }
 
 func printable(s string) string {

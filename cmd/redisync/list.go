@@ -93,7 +93,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	found, err := list(ctx, rdb, pattern)
+	found, err := list(ctx, rdb, conn.prefix, pattern)
 	if err != nil {
 		fmt.Fprintf(stderr, "redisync list: %v\n", err)
 		return exitUnavailable
@@ -108,9 +108,10 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// list finds the objects whose keys match pattern, sorted by name.
-func list(ctx context.Context, rdb rueidis.Client, pattern string) ([]listed, error) {
-	keys, err := scan(ctx, rdb, pattern)
+// list finds the objects whose keys are prefix followed by what matches pattern, sorted by name.
+func list(ctx context.Context, rdb rueidis.Client, prefix, pattern string) ([]listed, error) {
+	names := core.Names{Cluster: rdb.Mode() == rueidis.ClientModeCluster}
+	keys, err := scan(ctx, rdb, globEscape(prefix)+pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -127,28 +128,30 @@ func list(ctx context.Context, rdb rueidis.Client, pattern string) ([]listed, er
 	for i, key := range keys {
 		switch types[i] {
 		case "hash", "string":
-			if !sideKey(key) {
+			if !sideKey(names, key) {
 				candidates[key] = true
 			}
 		case "list":
-			if name, ok := unprefix("redisson_lock_queue", key, exists); ok {
+			if name, ok := unprefix(names, "redisson_lock_queue", key, exists); ok {
 				candidates[name] = true
 			}
 		case "zset":
-			if name, ok := unprefix("redisson_lock_timeout", key, exists); ok {
+			if name, ok := unprefix(names, "redisson_lock_timeout", key, exists); ok {
 				candidates[name] = true
-			} else if name, ok := unsuffix(key, "timeout", exists); ok {
+			} else if name, ok := unsuffix(names, key, "timeout", exists); ok {
 				candidates[name] = true
 			}
 		}
 	}
-	names := make([]string, 0, len(candidates))
+	found := make([]string, 0, len(candidates))
 	for name := range candidates {
-		names = append(names, name)
+		if strings.HasPrefix(name, prefix) { // a side key matched with the name elsewhere in it
+			found = append(found, name)
+		}
 	}
-	slices.Sort(names)
+	slices.Sort(found)
 	out := []listed{}
-	for _, name := range names {
+	for _, name := range found {
 		st, err := inspect(ctx, rdb, name)
 		if err == nil && st.Kind == "other" {
 			continue // a key no primitive uses
@@ -159,7 +162,7 @@ func list(ctx context.Context, rdb rueidis.Client, pattern string) ([]listed, er
 			}
 			continue // a string that is not a number, say: not ours
 		}
-		r := &reader{ctx: ctx, rdb: rdb}
+		r := newReader(ctx, rdb)
 		if l, ok := r.recognise(st); ok {
 			out = append(out, l)
 		}
@@ -196,7 +199,7 @@ func (r *reader) recognise(st *state) (listed, bool) {
 		l.Holders = &holders
 		switch st.Kind {
 		case "lock":
-			n := r.card(core.Prefixed("redisync_lock_waiters", st.Name))
+			n := r.card(r.names.Prefixed("redisync_lock_waiters", st.Name))
 			l.Waiters = &n
 		case "fair lock":
 			n := int64(len(st.Queue))
@@ -221,7 +224,7 @@ func (r *reader) recognise(st *state) (listed, bool) {
 		l.Holders = &holders
 		l.Detail = fmt.Sprintf("%d available", *st.Available)
 	case "semaphore", "semaphore or countdown latch":
-		n := r.card(core.Prefixed("redisync_semaphore_waiters", st.Name))
+		n := r.card(r.names.Prefixed("redisync_semaphore_waiters", st.Name))
 		if st.Kind != "semaphore" && n == 0 {
 			return l, false // a bare number: nothing says it is ours
 		}
@@ -256,6 +259,18 @@ func ownersShaped(st *state) bool {
 func (r *reader) card(key string) int64 {
 	n, _ := r.do(r.rdb.B().Zcard().Key(key).Build()).AsInt64()
 	return n
+}
+
+// globEscape makes s match itself in a SCAN MATCH pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // scan returns every key matching pattern, on every node (a replica's keys are its master's).
@@ -311,9 +326,9 @@ var sidePrefixes = []string{
 
 // sideKey reports whether key is a side key of some object rather than a main key: a waiter
 // record hash must not pass for a lock.
-func sideKey(key string) bool {
+func sideKey(names core.Names, key string) bool {
 	for _, p := range sidePrefixes {
-		if _, ok := unprefix(p, key, nil); ok {
+		if _, ok := unprefix(names, p, key, nil); ok {
 			return true
 		}
 	}
@@ -322,22 +337,22 @@ func sideKey(key string) bool {
 
 // unprefix returns the name whose side key Prefixed(prefix, name) is key; a name whose main key is
 // in exists is preferred.
-func unprefix(prefix, key string, exists map[string]bool) (string, bool) {
+func unprefix(names core.Names, prefix, key string, exists map[string]bool) (string, bool) {
 	rest, ok := strings.CutPrefix(key, prefix+":")
 	if !ok {
 		return "", false
 	}
-	return inverse(rest, key, func(name string) string { return core.Prefixed(prefix, name) }, exists)
+	return inverse(rest, key, func(name string) string { return names.Prefixed(prefix, name) }, exists)
 }
 
 // unsuffix returns the name whose side key Suffixed(name, suffix) is key; a name whose main key is
 // in exists is preferred.
-func unsuffix(key, suffix string, exists map[string]bool) (string, bool) {
+func unsuffix(names core.Names, key, suffix string, exists map[string]bool) (string, bool) {
 	rest, ok := strings.CutSuffix(key, ":"+suffix)
 	if !ok {
 		return "", false
 	}
-	return inverse(rest, key, func(name string) string { return core.Suffixed(name, suffix) }, exists)
+	return inverse(rest, key, func(name string) string { return names.Suffixed(name, suffix) }, exists)
 }
 
 // inverse finds the name that side makes key from, given what key holds besides the prefix or

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/ratelimit"
 )
 
@@ -167,7 +166,7 @@ func (r *reader) rateLimiter(st *state, now int64) bool {
 		rs.Type = ratelimit.PerClient.String()
 		return true
 	}
-	valueKey, permitsKey := core.Suffixed(st.Name, "value"), core.Suffixed(st.Name, "permits")
+	valueKey, permitsKey := r.names.Suffixed(st.Name, "value"), r.names.Suffixed(st.Name, "permits")
 	left, ok := r.int(valueKey)
 	if !r.found(st, valueKey, ok) {
 		rs.Available = &rate // no window yet: all of it

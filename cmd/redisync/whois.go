@@ -20,8 +20,12 @@ import (
 // with the hold's TTL. It is the tool's own key; Redisson and the library neither read nor write it.
 const whoisPrefix = "redisync_holder"
 
-// whoisKey is the side key of name.
-func whoisKey(name string) string { return core.Prefixed(whoisPrefix, name) }
+// whoisKey is the side key of the object c calls name.
+func whoisKey(c *redisync.Client, name string) string {
+	cc := core.Of(c)
+	key, _ := cc.Name("", name) // the name has been checked when the object was made
+	return cc.Prefixed(whoisPrefix, key)
+}
 
 // holderInfo says who holds: what an operator needs to find the process.
 type holderInfo struct {
@@ -43,7 +47,7 @@ type registration struct {
 // stop, which deletes it. Failures are ignored: the entry is for people, the hold does not need it.
 func register(c *redisync.Client, name, owner string, ttl time.Duration, argv []string) registration {
 	rdb := c.Redis()
-	key := whoisKey(name)
+	key := whoisKey(c, name)
 	host, _ := os.Hostname()
 	b, _ := json.Marshal(holderInfo{Host: host, PID: os.Getpid(), Command: strings.Join(argv, " ")})
 	write := func(ctx context.Context) {
@@ -76,9 +80,9 @@ func register(c *redisync.Client, name, owner string, ttl time.Duration, argv []
 	}}
 }
 
-// whois reads the holderInfo entries of name, by owner field or permit id.
-func whois(ctx context.Context, rdb rueidis.Client, name string) map[string]holderInfo {
-	m, err := rdb.Do(ctx, rdb.B().Hgetall().Key(whoisKey(name)).Build()).AsStrMap()
+// whois reads the holderInfo entries in an object's whois key, by owner field or permit id.
+func whois(ctx context.Context, rdb rueidis.Client, key string) map[string]holderInfo {
+	m, err := rdb.Do(ctx, rdb.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
 		return nil
 	}
@@ -96,7 +100,7 @@ func whois(ctx context.Context, rdb rueidis.Client, name string) map[string]hold
 func holdersOf(ctx context.Context, c *redisync.Client, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	infos := whois(ctx, c.Redis(), name)
+	infos := whois(ctx, c.Redis(), whoisKey(c, name))
 	if len(infos) == 0 {
 		return "a process that does not say who it is (not this tool)"
 	}

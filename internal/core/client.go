@@ -43,6 +43,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Events, when set, receives every Event, on the goroutine where it happens (see Event).
 	Events func(Event)
+	// NameMapper, when set, maps every object name before keys and channels are built from it
+	// (Redisson's NameMapper.map; see Client.Name).
+	NameMapper func(string) string
 }
 
 func (c *Config) logger() *slog.Logger {
@@ -56,6 +59,7 @@ func (c *Config) logger() *slog.Logger {
 type Client struct {
 	rdb      rueidis.Client
 	ownsRDB  bool
+	cluster  bool
 	id       string
 	cfg      Config
 	publish  string
@@ -94,6 +98,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	c := &Client{
 		rdb:     rdb,
 		ownsRDB: owns,
+		cluster: rdb.Mode() == rueidis.ClientModeCluster,
 		id:      uuid.NewString(),
 		cfg:     cfg,
 		publish: "publish",

@@ -5,27 +5,110 @@ import (
 	"sync"
 )
 
-// Side keys and channels of an object must hash to the slot of its main key in Redis Cluster. Redisson's
-// layout wraps the name in a hash tag ("prefix:{name}") unless the name already has one, in which case
-// the user's tag decides the slot ("prefix:name"). Two kinds of names break that rule, and Redisson puts
-// their side keys in another slot: a name with a '{' but no complete tag ("a{", "a{}b") and a name with a
-// '}' that is not part of a tag ("a}b"). For the first we wrap as usual ("prefix:{a{}" has tag "a{",
-// the whole name). For the second no tag can contain the name, so we use a short tag that hashes to the
-// name's slot ("prefix:{T}:a}b"). Every other name gets exactly Redisson's keys.
+// An object's side keys and channels are Redisson's (RedissonObject.prefixName and suffixName):
+// "prefix:{name}" and "{name}:suffix", or "prefix:name" and "name:suffix" when name contains a '{'
+// anywhere. On a standalone server and under Sentinel those are the names, whatever the name, so that
+// a Java process on the same name always meets ours.
+//
+// On a cluster a script may only touch keys and channels of one slot, and Redisson's names leave the
+// name's slot for two kinds of names: one with a '{' but no complete tag ("a{", "a{}b"), whose side
+// keys then hash whole, and one with a '}' outside a tag ("a}b"), whose side keys take the tag "a".
+// Redisson's own scripts fail there (CROSSSLOT), so no Java process can use such a name on a
+// cluster, and we keep the name's slot instead: for the first kind by wrapping as usual ("prefix:{a{}"
+// has the tag "a{", the whole name), for the second with a short tag that hashes to the name's slot
+// ("prefix:{T}:a}b"). Every other name gets Redisson's names on a cluster too.
 
-// Prefixed returns the side key or channel "prefix:{name}" (or the form that keeps name's slot).
-func Prefixed(prefix, name string) string {
+// Names builds side keys and channels for one kind of deployment.
+type Names struct {
+	Cluster bool // a Redis Cluster, where names must keep their slot
+}
+
+// Names returns the naming of the client's deployment.
+func (c *Client) Names() Names { return Names{Cluster: c.cluster} }
+
+// Cluster reports whether the client talks to a Redis Cluster, where names must keep their slot.
+func (c *Client) Cluster() bool { return c.cluster }
+
+// Prefixed is Names().Prefixed.
+func (c *Client) Prefixed(prefix, name string) string { return c.Names().Prefixed(prefix, name) }
+
+// Suffixed is Names().Suffixed.
+func (c *Client) Suffixed(name, suffix string) string { return c.Names().Suffixed(name, suffix) }
+
+// SideKeys is Names().SideKeys.
+func (c *Client) SideKeys(name string, prefixes ...string) []string {
+	return c.Names().SideKeys(name, prefixes...)
+}
+
+// Prefixed returns the side key or channel "prefix:{name}" (see above for the exact rule).
+func (n Names) Prefixed(prefix, name string) string {
 	var b strings.Builder
-	writePrefixed(&b, prefix, name)
+	writePrefixed(&b, prefix, name, n.redisson(name))
 	return b.String()
 }
 
-func writePrefixed(b *strings.Builder, prefix, name string) {
+// Suffixed returns the side key or channel "{name}:suffix" (see above for the exact rule).
+func (n Names) Suffixed(name, suffix string) string {
+	return suffixed(name, suffix, n.redisson(name))
+}
+
+// Braced returns the channel prefix + "{" + name + "}", braces added whatever name holds (the
+// countdown latch's, which Redisson builds without prefixName), unless on a cluster that would leave
+// name's slot: then fallback.
+func (n Names) Braced(prefix, name, fallback string) string {
+	if ch := prefix + "{" + name + "}"; !n.Cluster || Slot(ch) == Slot(name) {
+		return ch
+	}
+	return n.Prefixed(fallback, name)
+}
+
+// SideKeys returns Prefixed(prefix, name) for each prefix, cut from one string so that a primitive
+// built per request (a lock per order id, say) pays one allocation for all its names.
+func (n Names) SideKeys(name string, prefixes ...string) []string {
+	redisson := n.redisson(name)
+	var b strings.Builder
+	size := 0
+	for _, p := range prefixes {
+		size += len(p) + len(name) + 8
+	}
+	b.Grow(size)
+	var buf [8]int
+	ends := buf[:0]
+	if len(prefixes) > len(buf) {
+		ends = make([]int, 0, len(prefixes))
+	}
+	for _, p := range prefixes {
+		writePrefixed(&b, p, name, redisson)
+		ends = append(ends, b.Len())
+	}
+	all := b.String()
+	keys := make([]string, len(prefixes))
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
+	return keys
+}
+
+// redisson reports whether name's side keys are Redisson's: everywhere but on a cluster, where only
+// when they hash by a tag to name's slot (whatever the prefix or suffix, which have no braces).
+func (n Names) redisson(name string) bool {
+	if !n.Cluster {
+		return true
+	}
+	if strings.IndexByte(name, '{') >= 0 {
+		return hasTag(name) // the side keys have name's tag, or none
+	}
+	i := strings.IndexByte(name, '}')
+	return i < 0 || (i > 0 && crc16(name[:i])&16383 == crc16(name)&16383) // the tag is name[:i]
+}
+
+func writePrefixed(b *strings.Builder, prefix, name string, redisson bool) {
 	b.WriteString(prefix)
 	switch {
-	case hasTag(name):
+	case redisson && strings.IndexByte(name, '{') >= 0:
 		b.WriteString(":")
-	case !strings.Contains(name, "}"):
+	case redisson, !strings.Contains(name, "}"):
 		b.WriteString(":{")
 		b.WriteString(name)
 		b.WriteString("}")
@@ -38,43 +121,15 @@ func writePrefixed(b *strings.Builder, prefix, name string) {
 	b.WriteString(name)
 }
 
-// Suffixed returns the side key or channel "{name}:suffix" (or the form that keeps name's slot).
-func Suffixed(name, suffix string) string {
+func suffixed(name, suffix string, redisson bool) string {
 	switch {
-	case hasTag(name):
+	case redisson && strings.IndexByte(name, '{') >= 0:
 		return name + ":" + suffix
-	case !strings.Contains(name, "}"):
+	case redisson, !strings.Contains(name, "}"):
 		return "{" + name + "}:" + suffix
 	default:
 		return "{" + slotTag(Slot(name)) + "}:" + name + ":" + suffix
 	}
-}
-
-// SideKeys returns Prefixed(prefix, name) for each prefix, cut from one string so that a primitive
-// built per request (a lock per order id, say) pays one allocation for all its names.
-func SideKeys(name string, prefixes ...string) []string {
-	var b strings.Builder
-	n := 0
-	for _, p := range prefixes {
-		n += len(p) + len(name) + 8
-	}
-	b.Grow(n)
-	var buf [8]int
-	ends := buf[:0]
-	if len(prefixes) > len(buf) {
-		ends = make([]int, 0, len(prefixes))
-	}
-	for _, p := range prefixes {
-		writePrefixed(&b, p, name)
-		ends = append(ends, b.Len())
-	}
-	all := b.String()
-	keys := make([]string, len(prefixes))
-	start := 0
-	for i, end := range ends {
-		keys[i], start = all[start:end], end
-	}
-	return keys
 }
 
 // hasTag reports whether Redis Cluster hashes name by a tag: a '{' followed later by a '}' with at least
@@ -150,4 +205,25 @@ func crc16(s string) uint16 {
 		}
 	}
 	return crc
+}
+
+// Name checks an object's name and returns it as the Client's name mapper maps it: the object's key,
+// from which its side keys and channels are built, as Redisson builds them from the mapped name
+// (RedissonObject.getRawName). Errors are ErrInvalidArgument: a nil client, an empty name, or a name
+// the mapper maps to "".
+func (c *Client) Name(kind, name string) (string, error) {
+	if c == nil {
+		return "", Invalid(kind, name, "nil client")
+	}
+	if name == "" {
+		return "", Invalid(kind, name, "empty name")
+	}
+	if c.cfg.NameMapper == nil {
+		return name, nil
+	}
+	mapped := c.cfg.NameMapper(name)
+	if mapped == "" {
+		return "", Invalid(kind, name, "the name mapper maps it to an empty name")
+	}
+	return mapped, nil
 }

@@ -16,13 +16,35 @@ func slotOf(key string) uint16 {
 	return crc16(key) % 16384
 }
 
-// FuzzNames: whatever the bytes of a name, nothing panics and every side key and channel built from
-// it hashes to the slot of the name itself, so one script may touch all of them on a cluster.
+// Redisson's RedissonObject.prefixName and suffixName, and RedissonCountDownLatch's channel.
+func redissonPrefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+func redissonSuffixed(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// tagged reports whether key hashes by a tag.
+func tagged(key string) bool {
+	s := strings.IndexByte(key, '{')
+	return s >= 0 && strings.IndexByte(key[s+1:], '}') > 0
+}
+
+// FuzzNames: whatever the bytes of a name, nothing panics; outside a cluster every side key and
+// channel is Redisson's; on a cluster each is Redisson's when Redisson's hashes by a tag to the name's
+// slot, and hashes to the name's slot in any case, so one script may touch all of them.
 func FuzzNames(f *testing.F) {
 	for _, seed := range []string{
 		"", "a", "orders", "{}", "{", "}", "a{", "a{}b", "a}b", "}{", "{a}", "x{a}y", "{a}{b}",
 		"{{a}}", "a{b{c}d}", "é{ü}", "锁", "\x00", "\xff\xfe", "{\x00}", strings.Repeat("x", 10000),
-		strings.Repeat("{", 300) + "}", "redisson_lock__channel:{a}",
+		strings.Repeat("{", 300) + "}", "redisson_lock__channel:{a}", "cfg}v2", "cfg{v2", "{job}:7",
 	} {
 		f.Add(seed)
 	}
@@ -34,18 +56,28 @@ func FuzzNames(f *testing.F) {
 		if got := Slot(name); got != slot {
 			t.Fatalf("Slot(%q) = %d, specification says %d", name, got, slot)
 		}
-		for _, key := range []string{
-			Prefixed("redisson_lock__channel", name), Prefixed("redisson_lock_token", name),
-			Prefixed("redisson_lock_queue", name), Suffixed(name, "timeout"), Suffixed(name, "rwlock_timeout:1"),
-		} {
-			if got := slotOf(key); got != slot {
-				t.Fatalf("name %q: side key %q is in slot %d, the name in %d", name, key, got, slot)
-			}
-		}
-		if !hasTag(name) && !strings.Contains(name, "}") {
-			// Redisson's layout exactly, for every name it handles correctly itself.
-			if got, want := Prefixed("p", name), "p:{"+name+"}"; got != want {
-				t.Fatalf("Prefixed(p, %q) = %q, want Redisson's %q", name, got, want)
+		type pair struct{ got, redisson string }
+		for _, n := range []Names{{}, {Cluster: true}} {
+			side := n.SideKeys(name, "redisson_lock_queue", "redisson_lock_timeout")
+			for _, p := range []pair{
+				{n.Prefixed("redisson_lock__channel", name), redissonPrefixed("redisson_lock__channel", name)},
+				{n.Prefixed("redisson_lock_token", name), redissonPrefixed("redisson_lock_token", name)},
+				{side[0], redissonPrefixed("redisson_lock_queue", name)},
+				{side[1], redissonPrefixed("redisson_lock_timeout", name)},
+				{n.Suffixed(name, "timeout"), redissonSuffixed(name, "timeout")},
+				{n.Suffixed(name, "rwlock_timeout:1"), redissonSuffixed(name, "rwlock_timeout:1")},
+				{n.Braced("redisson_countdownlatch__channel__", name, "redisson_countdownlatch__channel_"),
+					"redisson_countdownlatch__channel__{" + name + "}"},
+			} {
+				fits := slotOf(p.redisson) == slot && (tagged(p.redisson) || strings.HasPrefix(p.redisson, "redisson_countdownlatch"))
+				switch {
+				case !n.Cluster && p.got != p.redisson:
+					t.Fatalf("name %q: %q, Redisson's is %q", name, p.got, p.redisson)
+				case n.Cluster && slotOf(p.got) != slot:
+					t.Fatalf("name %q: side key %q on a cluster is in slot %d, the name in %d", name, p.got, slotOf(p.got), slot)
+				case n.Cluster && fits && p.got != p.redisson:
+					t.Fatalf("name %q: %q on a cluster, Redisson's %q is in the name's slot", name, p.got, p.redisson)
+				}
 			}
 		}
 	})

@@ -26,7 +26,7 @@ type Options struct {
 type Lock struct {
 	C      *core.Client
 	Kind   string // for errors: "lock", "fair lock", "read lock", ...
-	Name   string // also the hash's key
+	Name   string // as the Client's name mapper maps it (core.Client.Name); also the hash's key
 	Lease  time.Duration
 	Fenced bool
 	Shared bool // read holds: see core.HoldSpec
@@ -64,11 +64,9 @@ type Acquisition interface {
 
 // New checks what every hash lock requires and fills in l's common fields.
 func New(c *core.Client, kind, name string, o Options, p Protocol) (Lock, error) {
-	if c == nil {
-		return Lock{}, core.Invalid(kind, name, "nil client")
-	}
-	if name == "" {
-		return Lock{}, core.Invalid(kind, name, "empty name")
+	name, err := c.Name(kind, name)
+	if err != nil {
+		return Lock{}, err
 	}
 	if o.Lease < 0 {
 		return Lock{}, core.Invalid(kind, name, "negative lease %v", o.Lease)
