@@ -391,10 +391,12 @@ func (h *hold) end(cause error) {
 	h.ended(all, cause)
 }
 
-// abandoned runs once the ctx of acquisition a has become unreachable. If a was never released, the
-// program forgot its Unlock: the acquisition is dropped, the renewal stops with the hold's last, so
-// that the lock expires within its lease instead of being renewed for ever, and the Client reports
-// it.
+// abandoned runs once the ctx of acquisition a has become unreachable: the program forgot its Unlock,
+// and the Client reports it. When a was the hold's last acquisition kept by the watchdog, the hold
+// stays as it is but is no longer renewed: the lock expires within its lease instead of being renewed
+// for ever, and whatever still waits on a's Done channel is told when the lease may have ended, as
+// for a lost hold. Otherwise a is dropped from the stack, so that the others can still be released
+// (the lock then stays in Redis until its lease ends, since a's count is never released).
 func abandoned(a *acq) {
 	h := a.h
 	h.mu.Lock()
@@ -402,11 +404,22 @@ func abandoned(a *acq) {
 		h.mu.Unlock()
 		return
 	}
-	h.drop(a)
+	// The last one kept by the watchdog stays, unrenewed, until the watchdog reports its lease ended;
+	// one with a fixed lease goes, and its ctx ends at its deadline all the same.
+	freeze := a.watched && h.entry != nil && len(h.stack) == 1 && h.pending == 0
+	if freeze {
+		h.c.watchdog.freeze(h.entry)
+	} else {
+		h.drop(a)
+	}
 	left := len(h.stack)
 	h.mu.Unlock()
-	h.forgetIfIdle()
-	a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+	if !freeze {
+		h.forgetIfIdle()
+		if a.watched {
+			a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+		}
+	}
 	h.abandonedEvent(a)
 	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
 		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)

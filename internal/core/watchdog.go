@@ -47,6 +47,7 @@ type entry struct {
 
 	// guarded by Watchdog.mu
 	confirmed bool
+	frozen    bool      // not renewed any more: its holder is told when the lease may end
 	valid     time.Time // the lease surely lasts until then: last successful send + TTL - Drift
 }
 
@@ -104,6 +105,13 @@ func (w *Watchdog) confirm(e *entry, start time.Time) {
 // that fire late and clocks that run apart (the Redlock algorithm's 1% + 2 ms), so that a waiter
 // that tries the moment the key expires never finds the previous holder still at work.
 func Drift(lease time.Duration) time.Duration { return min(lease/100+2*time.Millisecond, lease/2) }
+
+// freeze stops renewing e; the expiry timer still reports it lost when its lease may have ended.
+func (w *Watchdog) freeze(e *entry) {
+	w.mu.Lock()
+	e.frozen = true
+	w.mu.Unlock()
+}
 
 func (w *Watchdog) remove(e *entry) {
 	w.mu.Lock()
@@ -212,7 +220,7 @@ func (w *Watchdog) renew(ctx context.Context) {
 	w.mu.Lock()
 	groups := make(map[batchKey][]*entry)
 	for e := range w.set {
-		if e.confirmed {
+		if e.confirmed && !e.frozen {
 			k := batchKey{e.spec.Script, e.slot}
 			groups[k] = append(groups[k], e)
 		}
