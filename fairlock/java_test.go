@@ -29,14 +29,14 @@ type javaFair struct {
 
 func newJavaFair(t *testing.T, tg *testkit.Target, name string) *javaFair {
 	return &javaFair{t: t, rdb: tg.Redis(t), cluster: tg.Name == "cluster", name: name,
-		id: "8d6f3a52-java-4c1e-9e8b-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10),
+		id:   "8d6f3a52-java-4c1e-9e8b-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10),
 		wait: 5 * time.Minute, lease: 30 * time.Second}
 }
 
 func (j *javaFair) field(thread int64) string { return j.id + ":" + strconv.FormatInt(thread, 10) }
-func (j *javaFair) queue() string            { return "redisson_lock_queue:{" + j.name + "}" }
-func (j *javaFair) timeouts() string         { return "redisson_lock_timeout:{" + j.name + "}" }
-func (j *javaFair) channel() string          { return "redisson_lock__channel:{" + j.name + "}" }
+func (j *javaFair) queue() string             { return "redisson_lock_queue:{" + j.name + "}" }
+func (j *javaFair) timeouts() string          { return "redisson_lock_timeout:{" + j.name + "}" }
+func (j *javaFair) channel() string           { return "redisson_lock__channel:{" + j.name + "}" }
 
 // slot is what a Java acquisition uses as its wait slot: tryLock's waitTime when given, else
 // threadWaitTime.

@@ -57,7 +57,7 @@ else
 end`
 
 func (j *javaLock) field(thread int64) string { return j.id + ":" + strconv.FormatInt(thread, 10) }
-func (j *javaLock) channel() string          { return "redisson_lock__channel:{" + j.name + "}" }
+func (j *javaLock) channel() string           { return "redisson_lock__channel:{" + j.name + "}" }
 
 func (j *javaLock) try(thread int64) (bool, int64) {
 	res := j.rdb.Do(context.Background(), j.rdb.B().Eval().Script(javaLockAcquire).Numkeys(1).Key(j.name).
