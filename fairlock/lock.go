@@ -158,8 +158,8 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	p.keys = [...]string{name, side[0], side[1], side[2], side[3], side[4]}
 	p.latch = side[5]
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
-	// must wait for the replicas needs a try of its own: there a release only wakes.
-	p.handOver = p.c.NumSub() != "" && p.c.Config().ReplicaAck == 0
+	// must wait for the replicas needs a try of its own (see Wait): there a release only wakes.
+	p.handOver = p.c.NumSub() != ""
 	p.leaseMs = h.LeaseMs
 	p.slotMs = strconv.FormatInt(o.slot.Milliseconds(), 10)
 	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
@@ -213,7 +213,7 @@ func (a *attempt) Wait() core.Wait {
 		Try:    a.try,
 		Undo:   a.undo,
 	}
-	if a.p.handOver {
+	if a.p.handOver && !a.p.c.AcksReplicas(context.Background(), a.p.keys[keyLock]) {
 		w.Grants = a
 	}
 	return w
