@@ -29,7 +29,10 @@ func init() {
 type Option func(*options)
 
 // options is what an Option sets: the Config of the Client's machinery.
-type options core.Config
+type options struct {
+	core.Config
+	noReplicaAck bool // WithoutReplicaAck
+}
 
 // WithWatchdogTimeout sets the TTL of locks held without a fixed lease (default 30 s, as Redisson's
 // lockWatchdogTimeout). The watchdog renews them every third of it; a process that dies lets its locks
@@ -71,6 +74,10 @@ func WithNameMapper(mapper func(name string) string) Option {
 // AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
 const AllReplicas = core.AllReplicas
 
+// DefaultReplicaAckTimeout is how long an acquisition waits for the replicas by default (Redisson's
+// slavesSyncTimeout).
+const DefaultReplicaAckTimeout = time.Second
+
 // WithReplicaAck makes every acquisition, renewal and fencing increment wait until replicas
 // acknowledge it, so that a failover cannot hand a lock held here to a second owner (Redisson's
 // checkLockSyncedSlaves, with the failed acquisition given back instead of kept). After the script,
@@ -78,12 +85,32 @@ const AllReplicas = core.AllReplicas
 // master writes an AOF and knows WAITAOF, WAITAOF 1 0 timeout for its own fsync).
 //
 // replicas is how many must acknowledge, or AllReplicas: wait for as many as the master has (asked
-// with INFO at most every few seconds, never per lock) and require at least one of them. When too
-// few acknowledge within timeout, the acquisition is released again and fails with an error
-// matching ErrNotReplicated; a renewal that is not acknowledged does not extend the lease. Each
-// acquisition costs up to timeout more while replicas lag.
+// with INFO at most every few seconds, in the background, never per lock) and require at least one
+// of them. When too few acknowledge within timeout, the acquisition is released again and fails with
+// an error matching ErrNotReplicated; a renewal that is not acknowledged does not extend the lease.
+// Each acquisition costs up to timeout more while replicas lag.
+//
+// Without this option or WithoutReplicaAck, a Client acknowledges as Redisson does by default:
+// AllReplicas with DefaultReplicaAckTimeout, and no WAITAOF. Where the master has no replicas that
+// costs nothing (no WAIT is sent; one INFO per master when the Client first acquires there, then one
+// in the background every few seconds while it acquires). Where it has replicas, each acquisition,
+// renewal and fencing increment costs the replication round trip (WAIT returns once every replica
+// has acknowledged: typically well under a millisecond on a LAN, up to the timeout when a replica
+// lags), and a release no longer hands the object to a waiter of this module directly: the waiter
+// is woken and acquires with a try of its own, one round trip more per hand-over.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
-	return func(c *options) { c.ReplicaAck, c.ReplicaAckTimeout = replicas, timeout }
+	return func(c *options) {
+		c.ReplicaAck, c.ReplicaAckTimeout, c.ReplicaAckByDefault, c.noReplicaAck = replicas, timeout, false, false
+	}
+}
+
+// WithoutReplicaAck turns replica acknowledgement off (Redisson's checkLockSyncedSlaves = false):
+// acquisitions never wait for replicas, and a failover may lose an acquisition the old master had
+// not replicated yet.
+func WithoutReplicaAck() Option {
+	return func(c *options) {
+		c.ReplicaAck, c.ReplicaAckTimeout, c.ReplicaAckByDefault, c.noReplicaAck = 0, 0, false, true
+	}
 }
 
 // New connects to Redis with rueidis options: one address for a standalone server, several (or one
@@ -137,10 +164,11 @@ func stallBound(opt rueidis.ClientOption) time.Duration {
 }
 
 func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option) (*Client, error) {
-	cfg := core.Config{StallBound: stall}
-	for _, o := range opts {
-		o((*options)(&cfg))
+	o := options{Config: core.Config{StallBound: stall}}
+	for _, opt := range opts {
+		opt(&o)
 	}
+	cfg := o.Config
 	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
 		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
 	}
@@ -151,6 +179,9 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 		if cfg.ReplicaAckTimeout < time.Millisecond {
 			return nil, core.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
 		}
+	}
+	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
+		cfg.ReplicaAck, cfg.ReplicaAckTimeout, cfg.ReplicaAckByDefault = AllReplicas, DefaultReplicaAckTimeout, true
 	}
 	if cfg.Recheck < 0 {
 		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)

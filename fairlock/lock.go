@@ -15,7 +15,7 @@
 //
 // Each place has a deadline in Redis: a waiter comes back at least every third of a slot (see
 // WithSlot) to push its deadline on, and a waiter that does not come back (its process died) is passed
-// over once its deadline is past. A waiter that gives up (its ctx ends, its wait bound passes) leaves
+// over once nobody listens for its turn any more, or once its deadline is past. A waiter that gives up (its ctx ends, its wait bound passes) leaves
 // the queue at once and gives its slot back to those behind it, and gives back the lock if an unlock
 // handed it over meanwhile.
 package fairlock
@@ -108,15 +108,22 @@ type options struct {
 // held and lets it expire within the watchdog timeout when the process dies.
 func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
 
-// WithSlot sets the wait slot, Redisson's threadWaitTime: how long a waiter may stay away from Redis
-// before it loses its place. A waiter's deadline is one slot per place in line from its last try, and
-// a waiter of this package tries at least every third of a slot, so it keeps its place however long
-// the lock is held, while one whose process died is passed over one slot after its last try.
+// DefaultSlot is the wait slot of a Lock without WithSlot: Redisson's default fairLockWaitTimeout
+// (its threadWaitTime), so that Go and Java waiters in one queue keep each other's places.
+const DefaultSlot = 5 * time.Minute
+
+// WithSlot sets the wait slot, Redisson's threadWaitTime (DefaultSlot unless set): how long a waiter
+// may stay away from Redis before it loses its place. A waiter's deadline starts as Redisson's (the
+// last waiter's deadline, or the end of the holder's lease, plus one slot), every try pushes it on to
+// at least one slot per place in line from now, and a waiter of this package tries at least every
+// third of a slot, so it keeps its place however long the lock is held. One whose process died is
+// passed over as soon as a Go process sees that its Client no longer listens for its turn (its last
+// try being more than 2 s old), and after its deadline otherwise.
 //
-// The default is the Client's watchdog timeout (30 s unless changed), which covers a stall of the
-// waiting process or of Redis as it does for a holder. Every process sharing the lock should use the
-// same slot: with Java processes, set Redisson's (5 minutes unless configured), or a Java acquisition
-// may cost a Go waiter its place in line (never the lock's exclusion).
+// An acquisition lowers the deadlines of those behind by its own slot (a Java tryLock(waitTime) by
+// waitTime): with Java processes in the line, keep the slot at least as long as Redisson's
+// fairLockWaitTimeout and as the wait times of their tryLock calls, or a Java acquisition may cost a
+// Go waiter its place in line (never the lock's exclusion).
 func WithSlot(d time.Duration) Option { return func(o *options) { o.slot = d } }
 
 // NonReentrant makes re-entry an error: an owner that locks again gets redisync.ErrAlreadyHeld, and
@@ -144,15 +151,15 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 		return nil, core.Invalid(kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
 	}
 	if o.slot == 0 {
-		o.slot = p.c.Config().WatchdogTimeout
+		o.slot = DefaultSlot
 	}
 	side := p.c.SideKeys(h.Name, "redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token",
 		"redisson_lock__channel", "redisync_fair_waiters", "redisson_unlock_latch")
 	p.keys = [...]string{h.Name, side[0], side[1], side[2], side[3], side[4]}
 	p.latch = side[5]
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
-	// must wait for the replicas needs a try of its own: there a release only wakes.
-	p.handOver = p.c.NumSub() != "" && p.c.Config().ReplicaAck == 0
+	// must wait for the replicas needs a try of its own (see Wait): there a release only wakes.
+	p.handOver = p.c.NumSub() != ""
 	p.leaseMs = h.LeaseMs
 	p.slotMs = strconv.FormatInt(o.slot.Milliseconds(), 10)
 	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
@@ -170,7 +177,7 @@ func (l *Lock) Name() string { return l.h.Name }
 //
 // When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
 // Redis does not answer that within core.Overtime, a quarter second). When the Client is closed,
-// nothing more is sent: the place is passed over once its slot has passed, as a dead process's is.
+// nothing more is sent: the place is passed over as a dead process's is (see WithSlot).
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.h.Lock(ctx) }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, and leaves the queue,
@@ -206,7 +213,7 @@ func (a *attempt) Wait() core.Wait {
 		Try:    a.try,
 		Undo:   a.undo,
 	}
-	if a.p.handOver {
+	if a.p.handOver && !a.p.c.AcksReplicas(context.Background(), a.p.keys[keyLock]) {
 		w.Grants = a
 	}
 	return w

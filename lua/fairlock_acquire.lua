@@ -9,11 +9,13 @@
 -- allowed; {0, ms} when not acquired: try again within ms, or sooner if the owner's channel says so
 -- ({0, ms, score} when the waiter's record was written, score being its new score).
 --
--- Beyond Redisson: a caller's deadline is (its position + 1) slots from now, pushed on at every try,
--- so a live waiter never loses its place however long the holder keeps the lock and a dead one
--- loses it one slot after it was last heard from, when it reaches the head; the caller is never
--- passed over itself, since it is back; and a try that passes over dead waiters while the lock is
--- free wakes the new head.
+-- A new waiter's deadline is Redisson's; beyond Redisson, every try pushes it on to at least (its
+-- position + 1) slots from now, so a live waiter never loses its place however long the holder keeps
+-- the lock (nor when a Java acquisition lowers it by a slot no longer than ours), and one that
+-- stops trying loses it one slot after it was last heard from, when it reaches the head (at once
+-- when nobody listens on its channel any more: see pass_over); the caller is never passed over
+-- itself, since it is back; and a try that passes over dead waiters while the lock is free wakes the
+-- new head.
 local lock, queue, deadlines, prefix, records = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
 local me, slot, tag = ARGV[2], tonumber(ARGV[3]), ARGV[8]
 
@@ -46,7 +48,7 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local head, dropped = pass_over(now, me)
+local head, dropped = pass_over(now, me, ARGV[9])
 local pttl = redis.call('pttl', lock)
 if pttl == -2 and (not head or head == me) then
   if head then
@@ -75,12 +77,14 @@ if not pos then
   if ARGV[6] ~= '1' then
     return {0, pttl}
   end
-  -- The deadline bounds the waiter's silence, one slot per place from now: Redisson's estimate
-  -- (the last waiter's deadline, or the lock's end, plus one slot) would let a dead waiter keep its
-  -- place for the holder's whole lease more, and is only needed by waiters that never come back.
+  -- Redisson's estimate (the last waiter's deadline, or the lock's end, plus one slot), which the
+  -- Java waiters behind build theirs on and which a Java acquisition lowers by its own slot; at least
+  -- one slot per place from now, as every later try pushes it on.
   pos = redis.call('llen', queue)
+  local last = redis.call('lindex', queue, -1)
+  local base = last and tonumber(redis.call('zscore', deadlines, last)) or now + math.max(pttl, 0)
   redis.call('rpush', queue, me)
-  redis.call('zadd', deadlines, now + (pos + 1) * slot, me)
+  redis.call('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
 else
   local deadline = now + (pos + 1) * slot
   if (tonumber(redis.call('zscore', deadlines, me)) or 0) < deadline then

@@ -17,10 +17,13 @@
 -- follow, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] unlock
 -- latch.
 --
--- pass_over(now, back): drops the head waiters whose deadline has passed (a head without one counts
--- as late), up to back (a caller that is back in time, or nil). Returns the head left, and whether
--- any was dropped.
-local function pass_over(now, back)
+-- pass_over(now, back, numsub): drops the head waiters whose deadline has passed (a head without one
+-- counts as late), up to back (a caller that is back in time, or nil). Beyond Redisson, a head of
+-- ours (it has a waiting record) is dropped before its deadline when nobody listens on its channel
+-- (numsub as for wake; '' to skip) and its last try is more than a grace old: its process has gone.
+-- The grace covers a try sent while its Client was still subscribing. Returns the head left, and
+-- whether any was dropped.
+local function pass_over(now, back, numsub)
   local queue, deadlines, records = KEYS[2], KEYS[3], KEYS[6]
   local dropped = false
   while true do
@@ -30,7 +33,14 @@ local function pass_over(now, back)
     end
     local deadline = tonumber(redis.call('zscore', deadlines, head))
     if deadline and deadline > now then
-      return head, dropped
+      if numsub == '' then
+        return head, dropped
+      end
+      local tried = tonumber(string.match(redis.call('hget', records, head) or '', '^(%d+) '))
+      if not tried or tried / 1000 + 2000 > now
+          or tonumber(redis.call('pubsub', numsub, KEYS[5] .. ':' .. head)[2]) > 0 then
+        return head, dropped
+      end
     end
     redis.call('lpop', queue)
     redis.call('zrem', deadlines, head)
@@ -55,7 +65,7 @@ end
 local function wake(slot, publish, numsub)
   local lock, tokens, prefix, records = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
   local t = redis.call('time')
-  local head = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil)
+  local head = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil, numsub)
   if not head then
     return
   end

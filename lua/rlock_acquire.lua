@@ -11,6 +11,18 @@
 -- already and re-entry is not allowed.
 local free = redis.call('exists', KEYS[1]) == 0
 local mine = not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local turn = free and tonumber(redis.call('zscore', KEYS[3], '~java'))
+if turn then
+  -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
+  local t = redis.call('time')
+  local left = math.ceil((turn - (t[1] * 1000000 + t[2])) / 1000)
+  if left > 0 then
+    if ARGV[5] ~= '0' then
+      return {0, left, record(KEYS[3], KEYS[4], ARGV[9], ARGV[5], ARGV[6], ARGV[7])}
+    end
+    return {0, left}
+  end
+end
 if mine and ARGV[8] == '1' then
   -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
   -- acquisition.

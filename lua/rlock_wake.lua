@@ -8,6 +8,13 @@
 -- owner field), each client listens on a wake channel of its own, and records itself among the lock's
 -- clients (sorted set: member = client id, score = until when it may still be listening).
 --
+-- A Java waiter leaves no record, so a hand-over to a recorded waiter at every release could starve
+-- it. When more listen on the shared channel than our recorded clients (a Java waiter may), releases
+-- take turns: one hands over as below and leaves the member '~owed' among the records; the next
+-- hands over nothing, publishes Redisson's '0' and leaves '~java' (score: the end of the turn, in
+-- microseconds), which keeps our acquisitions off the free lock for JAVA_TURN_MS so that a Java
+-- waiter's try, woken by the '0', wins it (rlock_acquire.lua).
+--
 -- A release hands the lock to the waiter that tried least recently, if its client listens: it writes
 -- the waiter's field into the hash with the waiter's lease (and takes its fencing token), marks the
 -- record granted (score = minus the token, 0 unfenced) and tells the client which waiter it was, with
@@ -27,6 +34,8 @@
 -- wake(publish, numsub): publish 'publish' or 'spublish', numsub 'numsub' or 'shardnumsub', or ''
 -- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then
 -- everyone is woken as Redisson does.
+local JAVA_TURN_MS = 200
+
 local function wake(publish, numsub)
   local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   if numsub == '' or redis.call('exists', waiters) == 0 then
@@ -35,11 +44,25 @@ local function wake(publish, numsub)
   end
   -- Also drops grants nobody took (scores of 0 or less): their lock has been released since.
   drop_expired(waiters, clients)
+  -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
+  local java = tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients)
+  if java and redis.call('zrem', waiters, '~owed') == 1 then
+    local t = redis.call('time')
+    redis.call('zadd', waiters, string.format('%.0f', t[1] * 1000000 + t[2] + JAVA_TURN_MS * 1000), '~java')
+    if redis.call('pttl', waiters) < JAVA_TURN_MS then
+      redis.call('pexpire', waiters, JAVA_TURN_MS)
+    end
+    redis.call(publish, shared, '0')
+    return
+  end
   local woken = false
   local tried = {}
   local records = redis.call('zrange', waiters, 0, 99, 'withscores')
   for i = 1, #records, 2 do
     local m = records[i]
+    if string.sub(m, 1, 1) == '~' then
+      tried[m] = true -- a turn's mark, not a waiter
+    end
     local client, owner, _, lease, fenced =
       string.match(m, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
     if not client then
@@ -72,9 +95,12 @@ local function wake(publish, numsub)
       drop_client(waiters, clients, client) -- nobody listens for it
     end
   end
-  -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
-  if not woken
-      or tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients) then
+  if java and woken then
+    -- The next release is the Java waiter's turn; forgotten with the records when nobody waits.
+    local t = redis.call('time')
+    redis.call('zadd', waiters, string.format('%.0f', (t[1] + 60) * 1000000 + t[2]), '~owed')
+  end
+  if not woken or java then
     redis.call(publish, shared, '0')
   end
 end

@@ -3,6 +3,9 @@ package reliability
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +102,96 @@ func TestReplicaAckHealthy(t *testing.T) {
 	}
 	if err := l.Unlock(held); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cmdCalls returns how many times s has run cmd (lower case, as INFO commandstats names it).
+func cmdCalls(t *testing.T, s *redistest.Server, cmd string) int64 {
+	t.Helper()
+	out, err := s.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && name == "cmdstat_"+cmd {
+			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+			n, _ := strconv.ParseInt(calls, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// Without any option, a Client on a master with a replica waits for the replica as Redisson's
+// checkLockSyncedSlaves does; WithoutReplicaAck turns it off; a waiter is still served (woken, then
+// acquiring by a try of its own, which waits for the replica too).
+func TestReplicaAckOnByDefault(t *testing.T) {
+	st := redistest.StartSentinel(t)
+	client := func(opts ...redisync.Option) *redisync.Client {
+		c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { testkit.CloseClean(t, c) })
+		return c
+	}
+	c := client()
+	l := newLock(t, c, "ack-default")
+	before := cmdCalls(t, st.Master, "wait")
+	held := mustLock(t, l)
+	if n := cmdCalls(t, st.Master, "wait") - before; n < 1 {
+		t.Fatalf("%d WAITs for an acquisition on a master with a replica, want 1", n)
+	}
+	if n, err := st.Replica.Do("EXISTS", "ack-default"); err != nil || n != "1" {
+		t.Fatalf("acknowledged lock not on the replica: %q, %v", n, err)
+	}
+	waiter := newLock(t, client(), "ack-default")
+	got := testkit.Background(func() (context.Context, error) { return waiter.Lock(context.Background()) })
+	testkit.Eventually(t, 10*time.Second, func() error { // the waiter tried and listens
+		if n := cmdCalls(t, st.Master, "wait") - before; n < 2 {
+			return fmt.Errorf("%d WAITs so far", n)
+		}
+		return nil
+	})
+	if err := l.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.Unlock(testkit.Await(t, got, "the waiter")); err != nil {
+		t.Fatal(err)
+	}
+
+	off := newLock(t, client(redisync.WithoutReplicaAck()), "ack-off")
+	before = cmdCalls(t, st.Master, "wait")
+	if err := off.Unlock(mustLock(t, off)); err != nil {
+		t.Fatal(err)
+	}
+	if n := cmdCalls(t, st.Master, "wait") - before; n != 0 {
+		t.Fatalf("%d WAITs with WithoutReplicaAck", n)
+	}
+}
+
+// Without replicas, the default acknowledgement costs nothing per acquisition: no WAIT, and one INFO
+// for the Client's first acquisition.
+func TestReplicaAckByDefaultWithoutReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testkit.CloseClean(t, c) })
+	l := newLock(t, c, "ack-default-none")
+	waits, infos := cmdCalls(t, srv, "wait"), cmdCalls(t, srv, "info")
+	for range 50 {
+		if err := l.Unlock(mustLock(t, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cmdCalls(t, srv, "wait") - waits; n != 0 {
+		t.Fatalf("%d WAITs without replicas", n)
+	}
+	// One INFO is this test's own; the Client asks once, and again every few seconds at most.
+	if n := cmdCalls(t, srv, "info") - infos; n > 3 {
+		t.Fatalf("%d INFOs for 50 acquisitions", n)
 	}
 }

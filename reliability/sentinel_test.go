@@ -208,14 +208,14 @@ func (p *proxied) blackhole(t *testing.T) {
 }
 
 // TestReplicaAckPreventsTwoOwners shows the hazard of an unreplicated lock and its cure. Without
-// replica acknowledgement, a lock acquired while the replication link is cut is lost by the failover
+// replica acknowledgement (WithoutReplicaAck), a lock acquired while the replication link is cut is lost by the failover
 // and a second owner acquires it while the first still holds it. With it, the first acquisition
 // fails (and is given back), so there is never more than one owner.
 func TestReplicaAckPreventsTwoOwners(t *testing.T) {
 	t.Run("without", func(t *testing.T) {
 		p := startProxied(t)
-		c1 := sentinelClient(t, p.Sentinel)
-		c2 := sentinelClient(t, p.Sentinel)
+		c1 := sentinelClient(t, p.Sentinel, redisync.WithoutReplicaAck())
+		c2 := sentinelClient(t, p.Sentinel, redisync.WithoutReplicaAck())
 		l1, _ := rlock.New(c1, "unreplicated", rlock.WithLease(time.Minute))
 		l2, _ := rlock.New(c2, "unreplicated", rlock.WithLease(time.Minute))
 		p.blackhole(t)

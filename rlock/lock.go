@@ -82,7 +82,6 @@ type protocol struct {
 	latch    string            // the latch key without the request id
 	wake     string            // this client's wake channel
 	leaseMs  string
-	grantMs  string // the lease a release that hands the lock to a waiter gives it ("0": none)
 	windowMs string
 	reentry  string
 	fenced   string
@@ -129,10 +128,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if p.c.NumSub() != "" {
 		p.windowMs = p.c.WaitWindowMs()
 	}
-	p.leaseMs, p.grantMs = h.LeaseMs, h.LeaseMs
-	if p.c.Config().ReplicaAck != 0 {
-		p.grantMs = "0" // an acquisition must wait for the replicas, which only a try of its own does
-	}
+	p.leaseMs = h.LeaseMs
 	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
 	return &Lock{h: h, p: p}, nil
 }
@@ -205,7 +201,13 @@ func (a *attempt) End(ctx, held context.Context, err error) context.Context {
 func (a *attempt) Tag() string {
 	if a.args[argRecord] == "" && a.window != "0" {
 		a.args[argWindow], a.args[argClient], a.args[argLinger] = a.window, a.p.c.ID(), lingerMs
-		a.args[argRecord] = a.p.c.Record(a.args[argField], a.p.grantMs, a.p.fenced)
+		// The lease a release that hands the lock over gives it: none ("0": a wake-up only) when an
+		// acquisition must wait for the replicas, which only a try of its own does.
+		grant := a.p.leaseMs
+		if a.p.c.AcksReplicas(context.Background(), a.p.keys[keyLock]) {
+			grant = "0"
+		}
+		a.args[argRecord] = a.p.c.Record(a.args[argField], grant, a.p.fenced)
 	}
 	return a.args[argRecord]
 }

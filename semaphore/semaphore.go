@@ -89,7 +89,7 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 	s.wake = s.keys[4] + s.c.ID()
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only announces the count.
-	if s.c.NumSub() != "" && s.c.Config().ReplicaAck == 0 {
+	if s.c.NumSub() != "" {
 		s.windowMs = s.c.WaitWindowMs()
 	}
 	return s, nil
@@ -185,7 +185,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		Try:     a.try,
 		Undo:    func(ctx context.Context) { s.release(ctx, n, true) },
 	}
-	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
+	if wait != 0 && s.windowMs != "0" && !s.c.AcksReplicas(ctx, s.name) { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
 	if _, err := s.c.Acquire(ctx, wait, w); err != nil {

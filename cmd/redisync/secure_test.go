@@ -20,7 +20,7 @@ import (
 )
 
 // readmeACL is the README's minimal ACL for names that start with "app:" (keep the two equal).
-const readmeACL = `on >PASSWORD resetkeys resetchannels ~app:* ~{app:* ~redisson_*app:* ~redisync_*app:* &redisson_*app:* &redisync_*app:* -@all +hello +auth +ping +select +cluster|slots +cluster|shards +evalsha +eval +script|load +publish +spublish +subscribe +ssubscribe +unsubscribe +sunsubscribe +pubsub|numsub +pubsub|shardnumsub +time +type +get +exists +pttl +hgetall +lrange +zrange +strlen +hlen +llen +scard +zcard +xlen +hset +hdel +pexpire +decr +decrby +del +hexists +hget +hincrby +incr +incrby +lindex +lpop +lpos +lrem +rpush +set +zadd +zincrby +zrem +zremrangebyscore +zscore +persist +hmget +hsetnx +zrangebyscore`
+const readmeACL = `on >PASSWORD resetkeys resetchannels ~app:* ~{app:* ~redisson_*app:* ~redisync_*app:* &redisson_*app:* &redisync_*app:* -@all +hello +auth +ping +select +cluster|slots +cluster|shards +info +wait +evalsha +eval +script|load +publish +spublish +subscribe +ssubscribe +unsubscribe +sunsubscribe +pubsub|numsub +pubsub|shardnumsub +time +type +get +exists +pttl +hgetall +lrange +zrange +strlen +hlen +llen +scard +zcard +xlen +hset +hdel +pexpire +decr +decrby +del +hexists +hget +hincrby +incr +incrby +lindex +lpop +lpos +lrem +rpush +set +zadd +zincrby +zrem +zremrangebyscore +zscore +persist +hmget +hsetnx +zrangebyscore`
 
 // secureServer is a redis-server with TLS and an ACL user, as production runs it.
 type secureServer struct {

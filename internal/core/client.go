@@ -35,6 +35,9 @@ type Config struct {
 	// many replicas, or AllReplicas. ReplicaAckTimeout bounds each wait.
 	ReplicaAck        int
 	ReplicaAckTimeout time.Duration
+	// ReplicaAckByDefault: ReplicaAck is the default (AllReplicas, 1 s, as Redisson's
+	// checkLockSyncedSlaves), which waits for replicas only, never for the master's AOF fsync.
+	ReplicaAckByDefault bool
 	// StallBound is how long the connection may take to fail a command that a stalled server never
 	// answers (0: unknown). A try that ctx's deadline could come before runs apart from its caller.
 	StallBound time.Duration

@@ -59,8 +59,9 @@ func SplitReplication(res rueidis.RedisResult) (rueidis.RedisResult, error) {
 // replicaCache remembers, per master (per slot on a cluster), how many replicas it has and whether
 // it writes an AOF, so that INFO is asked once per replicaInfoTTL rather than once per lock.
 type replicaCache struct {
-	mu sync.Mutex
-	m  map[uint16]replicaInfo
+	mu         sync.Mutex
+	m          map[uint16]replicaInfo
+	refreshing map[uint16]bool
 }
 
 type replicaInfo struct {
@@ -69,13 +70,37 @@ type replicaInfo struct {
 	at       time.Time
 }
 
+// get returns what is known of slot's master. Only the first call for a master waits for INFO; once
+// known, a stale entry is returned as it is while one INFO refreshes it in the background, so that an
+// acquisition never waits for it again.
 func (rc *replicaCache) get(ctx context.Context, rdb rueidis.Client, slot uint16, key string) (replicaInfo, error) {
 	rc.mu.Lock()
 	ri, ok := rc.m[slot]
+	stale := ok && time.Since(ri.at) >= replicaInfoTTL && !rc.refreshing[slot]
+	if stale {
+		if rc.refreshing == nil {
+			rc.refreshing = make(map[uint16]bool)
+		}
+		rc.refreshing[slot] = true
+	}
 	rc.mu.Unlock()
-	if ok && time.Since(ri.at) < replicaInfoTTL {
+	if stale {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), RetryBound)
+			defer cancel()
+			rc.ask(ctx, rdb, slot, key)
+			rc.mu.Lock()
+			delete(rc.refreshing, slot)
+			rc.mu.Unlock()
+		}()
+	}
+	if ok {
 		return ri, nil
 	}
+	return rc.ask(ctx, rdb, slot, key)
+}
+
+func (rc *replicaCache) ask(ctx context.Context, rdb rueidis.Client, slot uint16, key string) (replicaInfo, error) {
 	cmd := rdb.B().Info().Build()
 	if key != "" {
 		cmd = cmd.SetSlot(key) // the master of the key's slot on a cluster
@@ -84,7 +109,7 @@ func (rc *replicaCache) get(ctx context.Context, rdb rueidis.Client, slot uint16
 	if err != nil {
 		return replicaInfo{}, err
 	}
-	ri = parseReplicaInfo(text)
+	ri := parseReplicaInfo(text)
 	rc.mu.Lock()
 	if rc.m == nil {
 		rc.m = make(map[uint16]replicaInfo)
@@ -145,6 +170,9 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
+	if c.cfg.ReplicaAckByDefault {
+		ri.waitAOF = false // Redisson's checkLockSyncedSlaves waits for replicas only
+	}
 	want, need := int64(c.cfg.ReplicaAck), int64(c.cfg.ReplicaAck)
 	if c.cfg.ReplicaAck == AllReplicas {
 		want, need = ri.replicas, min(ri.replicas, 1)
@@ -186,6 +214,25 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 		}
 	}
 	return res[0]
+}
+
+// AcksReplicas reports whether an acquisition of key waits for replicas: a release must not hand key
+// to a waiter then, since only the waiter's own try waits for the replicas. With AllReplicas it asks
+// the master (INFO) only when this Client never has, as the acquisition's first try would; when
+// that fails it answers true.
+func (c *Client) AcksReplicas(ctx context.Context, key string) bool {
+	switch c.cfg.ReplicaAck {
+	case 0:
+		return false
+	case AllReplicas:
+		var slot uint16
+		if c.rdb.Mode() == rueidis.ClientModeCluster {
+			slot = Slot(key)
+		}
+		ri, err := c.replicas.get(ctx, c.rdb, slot, key)
+		return err != nil || ri.replicas > 0 || (ri.waitAOF && !c.cfg.ReplicaAckByDefault)
+	}
+	return true
 }
 
 func withSlot(cmd rueidis.Completed, key string) rueidis.Completed {
