@@ -199,7 +199,7 @@ func (r *reader) recognise(st *state) (listed, bool) {
 		l.Holders = &holders
 		switch st.Kind {
 		case "lock":
-			n := r.card(r.names.Prefixed("redisync_lock_waiters", st.Name))
+			n := r.records(r.names.Prefixed("redisync_lock_waiters", st.Name))
 			l.Waiters = &n
 		case "fair lock":
 			n := int64(len(st.Queue))
@@ -254,6 +254,19 @@ func ownersShaped(st *state) bool {
 		}
 	}
 	return true
+}
+
+// records counts a lock's waiter records, leaving out the members that mark a Java waiter's turn
+// ("~owed", "~java": see rlock_wake.lua).
+func (r *reader) records(key string) int64 {
+	members, _ := r.do(r.rdb.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+	var n int64
+	for _, m := range members {
+		if !strings.HasPrefix(m, "~") {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *reader) card(key string) int64 {
