@@ -229,7 +229,8 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 			if failing.IsZero() {
 				failing = start
 			}
-			if time.Since(failing)+networkRetry < RetryBound {
+			// Another try like this one (rueidis may have spent a while on it) must fit in too.
+			if time.Since(failing)+max(networkRetry, time.Since(start)) < RetryBound {
 				err, retryIn = nil, networkRetry
 			}
 		} else if err == nil {
