@@ -47,6 +47,9 @@ type hold struct {
 	mu      sync.Mutex
 	stack   []*acq        // acquisitions held, the innermost last
 	busy    bool          // an exclusive acquisition is in flight
+	// releases in flight: no acquisition is sent meanwhile, so that a release re-sent after a network
+	// error never takes a new acquisition's hold for the one it released (rlock_release.lua)
+	releasing int
 	pending int           // acquisitions in flight
 	watched int           // acquisitions held or in flight that the watchdog keeps
 	entry   *entry        // watchdog registration, nil when none
@@ -178,6 +181,8 @@ func (c *Client) enter(ctx context.Context, spec HoldSpec, wait time.Duration) (
 // ahead now. h.mu is held.
 func (h *hold) mayEnter(outer *acq) bool {
 	switch {
+	case h.releasing > 0:
+		return false
 	case h.shared:
 		return true
 	case h.busy:
@@ -286,6 +291,7 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 		return ErrNotInnermost
 	}
 	a.releasing = true
+	h.releasing++
 	var stopped *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
 		stopped, h.entry = h.entry, nil
@@ -298,6 +304,8 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 	case err == nil:
 		a.released.Store(true)
 		h.mu.Lock()
+		h.releasing--
+		h.changed()
 		var rest []*acq
 		h.drop(a)
 		if remaining <= 0 {
@@ -315,10 +323,15 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 		h.ended(rest, cause)
 		return nil
 	case isNotHeld(err):
+		h.mu.Lock()
+		h.releasing--
+		h.mu.Unlock()
 		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
 		return err
 	default:
 		h.mu.Lock()
+		h.releasing--
+		h.changed()
 		a.releasing = false
 		if stopped != nil && h.entry == nil {
 			h.entry = stopped

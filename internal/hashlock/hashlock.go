@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
 )
 
 // Options are the options every hash lock has.
@@ -210,6 +211,17 @@ func (g *Grant) Claim(payload string) bool {
 
 // Token returns the fencing token of the acquisition.
 func (g *Grant) Token() int64 { return g.Tok }
+
+// Release runs a release script whose last ARGV is its re-sent flag ("0") and reads its reply. The
+// script writes the request's latch only when the owner keeps holds (rlock_release.lua): the latch
+// is deleted once answered, as Redisson deletes its own, so that a release leaves nothing behind.
+func Release(ctx context.Context, c *core.Client, s *lua.Script, keys, args []string, latch string) (int64, error) {
+	n, err := ReadRelease(c.RunRelease(ctx, s, keys, args, len(args)-1))
+	if err == nil && n > 0 {
+		c.DeleteKeyLater(latch)
+	}
+	return n, err
+}
 
 // ReadRelease reads a release script's reply: the holds the owner keeps, or -1 when it held nothing
 // (core.ErrNotHeld).
