@@ -23,7 +23,9 @@ if not count then
 end
 if count > 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], -1)
-  extend(KEYS[1], ARGV[1]) -- the holds left keep at least what they were promised
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then -- the holds left keep what they were promised
+    redis.call('pexpire', KEYS[1], ARGV[1])
+  end
   redis.call('set', KEYS[7], count - 1, 'px', ARGV[4])
   return count - 1
 end

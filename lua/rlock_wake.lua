@@ -29,16 +29,30 @@
 -- everyone is woken as Redisson does.
 local function wake(publish, numsub)
   local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  if numsub == '' or redis.call('exists', waiters) == 0 then
+  local records = numsub ~= '' and redis.call('zrange', waiters, 0, 99, 'withscores') or {}
+  if #records == 0 then
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
-  -- Also drops grants nobody took (scores of 0 or less): their lock has been released since.
-  drop_expired(waiters, clients)
+  -- Records whose score has passed come first (drop_expired): they are skipped, and dropped, with
+  -- the grants nobody took (scores of 0 or less: their lock has been released since). A record that
+  -- expired (score above 0) means a waiter, perhaps a client, went away: the clients no longer
+  -- listening are dropped then.
+  local t = redis.call('time')
+  local now = t[1] * 1000000 + t[2]
+  local first, gone = 1, false
+  while first < #records and tonumber(records[first + 1]) <= now do
+    gone = gone or tonumber(records[first + 1]) > 0
+    first = first + 2
+  end
+  if gone then
+    drop_expired(waiters, clients)
+  elseif first > 1 then
+    redis.call('zremrangebyscore', waiters, '-inf', 0)
+  end
   local woken = false
   local tried = {}
-  local records = redis.call('zrange', waiters, 0, 99, 'withscores')
-  for i = 1, #records, 2 do
+  for i = first, #records, 2 do
     local m = records[i]
     local client, owner, _, lease, fenced =
       string.match(m, '^([^:]*):([^:]*):([^:]*):([^:]*):([^:]*)$')
@@ -73,8 +87,9 @@ local function wake(publish, numsub)
     end
   end
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
-  if not woken
-      or tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients) then
+  -- (ZCOUNT: the clients still listening by now, without a ZREMRANGEBYSCORE on every release.)
+  if not woken or tonumber(redis.call('pubsub', numsub, shared)[2])
+      > redis.call('zcount', clients, t[1] * 1000 + math.floor(t[2] / 1000), '+inf') then
     redis.call(publish, shared, '0')
   end
 end

@@ -16,6 +16,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -26,8 +27,8 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("extend.lua", "wake_records.lua", "rlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("extend.lua", "wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
+	acquireScript = lua.Load("wake_records.lua", "rlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_forget.lua")
 	forceScript   = lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua")
 	renewScript   = lua.Load("extend.lua", "rlock_renew.lua")
@@ -86,7 +87,13 @@ type protocol struct {
 	windowMs string
 	reentry  string
 	fenced   string
+	// when this client last listed itself among the lock's clients (time since epoch): a try lists it
+	// again only once half the linger has passed, so that most tries spend no ZADD and PEXPIRE on it
+	listed atomic.Int64
 }
+
+// epoch is what listed counts from, on the monotonic clock.
+var epoch = time.Now()
 
 // Option configures a Lock.
 type Option func(*options)
@@ -211,7 +218,20 @@ func (a *attempt) Tag() string {
 }
 
 func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
+	var now int64
+	if a.args[argRecord] != "" {
+		// A listing made less than half the linger ago still covers this wait's window and half
+		// the linger after it (the server's clock runs at ours' rate: only elapsed time counts).
+		now = int64(time.Since(epoch))
+		a.args[argLinger] = lingerMs
+		if last := a.p.listed.Load(); last != 0 && now-last < int64(pubsub.Linger/2) {
+			a.args[argLinger] = ""
+		}
+	}
 	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, a.p.keys[:keyClients+1], a.args[:]))
+	if t.Recorded && a.args[argLinger] != "" {
+		a.p.listed.Store(now)
+	}
 	a.Tried(t)
 	if t.Recorded {
 		a.args[argRecorded] = "1" // the try that succeeds removes the record
