@@ -16,6 +16,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +74,7 @@ const (
 // two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
 	h hashlock.Lock
-	p *protocol
+	p protocol // in the same allocation
 }
 
 // protocol is what this lock does in Redis (hashlock.Protocol).
@@ -81,7 +82,8 @@ type protocol struct {
 	c        *core.Client
 	keys     [nKeys - 1]string // every key but the latch, which is per request
 	latch    string            // the latch key without the request id
-	wake     string            // this client's wake channel
+	wakeOnce sync.Once
+	wake     string // this client's wake channel, built by the first wait (wakeChannel)
 	leaseMs  string
 	grantMs  string // the lease a release that hands the lock to a waiter gives it ("0": none)
 	windowMs string
@@ -116,22 +118,31 @@ func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 // key without expiry, one per lock name.
 func WithFencing() Option { return func(o *options) { o.Fenced = true } }
 
+func apply(opts []Option) options {
+	o := new(options)
+	for _, opt := range opts {
+		opt(o)
+	}
+	return *o
+}
+
 // New returns the lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	var o options
-	for _, opt := range opts {
-		opt(&o)
+	if len(opts) > 0 { // o escapes to the options: only then
+		o = apply(opts)
 	}
-	p := &protocol{c: core.Of(c)}
+	l := &Lock{p: protocol{c: core.Of(c)}}
+	p := &l.p
 	h, err := hashlock.New(p.c, kind, name, o.Options, p)
 	if err != nil {
 		return nil, err
 	}
+	l.h = h
 	side := core.SideKeys(name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
 		"redisson_lock__channel", "redisync_lock__wake", "redisson_unlock_latch")
 	p.keys = [...]string{name, side[0], side[1], side[2], side[3], side[4] + ":"}
 	p.latch = side[5]
-	p.wake = p.keys[keyWakePrefix] + p.c.ID()
 	p.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted
 	if p.c.NumSub() != "" {
 		p.windowMs = p.c.WaitWindowMs()
@@ -141,7 +152,13 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 		p.grantMs = "0" // an acquisition must wait for the replicas, which only a try of its own does
 	}
 	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
-	return &Lock{h: h, p: p}, nil
+	return l, nil
+}
+
+// wakeChannel returns this client's wake channel for the lock.
+func (p *protocol) wakeChannel() string {
+	p.wakeOnce.Do(func() { p.wake = p.keys[keyWakePrefix] + p.c.ID() })
+	return p.wake
 }
 
 func (p *protocol) Field(owner int64) string { return p.c.Owner(owner) }
@@ -165,9 +182,11 @@ func (p *protocol) Begin(ctx context.Context, _ int64, field string, wait time.D
 	a := &attempt{p: p}
 	// Tries record nothing until the wait starts to listen (Tag): a Lock that acquires at its first
 	// try, the usual case, sends and builds no record.
-	a.window, a.wake = p.windowMs, p.wake
+	a.window = p.windowMs
 	if wait == 0 || a.window == "0" { // a single try records no waiter
-		a.window, a.wake = "0", ""
+		a.window = "0"
+	} else {
+		a.wake = p.wakeChannel()
 	}
 	a.args = [nArgs]string{argLease: p.leaseMs, argField: field, argReentrant: p.reentry, argFenced: p.fenced,
 		argWindow: "0", argRecorded: "0"}
@@ -190,8 +209,7 @@ func (a *attempt) Wait() core.Wait {
 		Grants:  a,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
-		Try:     a.try,
-		Undo:    a.undo,
+		Tries:   a,
 	}
 }
 
@@ -217,7 +235,7 @@ func (a *attempt) Tag() string {
 	return a.args[argRecord]
 }
 
-func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
+func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	var now int64
 	if a.args[argRecord] != "" {
 		// A listing made less than half the linger ago still covers this wait's window and half
@@ -239,7 +257,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
 }
 
-func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
+func (a *attempt) Undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
 
 // forget removes the record of a waiter that gave up, so that no release wakes its client for it, and
 // gives back the lock if a release handed it to that waiter meanwhile.

@@ -66,7 +66,7 @@ func TestReleaseResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := l.p
+	p := &l.p
 	outer, err := l.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

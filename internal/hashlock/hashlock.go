@@ -7,7 +7,6 @@ package hashlock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -77,13 +76,9 @@ func New(c *core.Client, kind, name string, o Options, p Protocol) (Lock, error)
 	if o.Lease > 0 && o.Lease < time.Millisecond {
 		return Lock{}, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", o.Lease)
 	}
-	lease := o.Lease
-	if lease == 0 {
-		lease = c.Config().WatchdogTimeout
-	}
 	return Lock{
 		C: c, Kind: kind, Name: name, Lease: o.Lease, Fenced: o.Fenced, P: p,
-		LeaseMs:    strconv.FormatInt(lease.Milliseconds(), 10),
+		LeaseMs:    c.LeaseMs(o.Lease),
 		ReentryArg: Flag(!o.NonReentrant),
 		FenceArg:   Flag(o.Fenced),
 	}, nil
@@ -118,7 +113,8 @@ func (l *Lock) Acquire(ctx context.Context, wait time.Duration) (context.Context
 	field := l.P.Field(owner)
 	parent, a := l.P.Begin(ctx, owner, field, wait)
 	spec := core.HoldSpec{
-		Kind: l.Kind, Name: l.Name, Key: l.Name, Field: field, Lease: l.Lease, Shared: l.Shared, Renew: a.Renew(),
+		Kind: l.Kind, Name: l.Name, Key: l.Name, Field: field, Owner: owner, Lease: l.Lease, Shared: l.Shared,
+		Renew: a.Renew(),
 	}
 	held, err := l.C.AcquireHold(parent, spec, wait, a.Wait())
 	held = a.End(ctx, held, err)
@@ -133,7 +129,7 @@ func (l *Lock) Acquire(ctx context.Context, wait time.Duration) (context.Context
 
 // Unlock releases the hold that ctx carries.
 func (l *Lock) Unlock(ctx context.Context) error {
-	return l.C.Unlock(ctx, l.Kind, l.Name, l.Name, l.P.Field, l.P.Release)
+	return l.C.Unlock(ctx, l.Kind, l.Name, l.Name, l.P)
 }
 
 // ForceUnlock frees the lock whoever holds it; when it was held, this Client's holders lose it at once.
