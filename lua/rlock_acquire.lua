@@ -7,6 +7,8 @@
 -- listed again, see record),
 -- ARGV[8] '1' when an earlier try of this wait recorded the waiter, ARGV[9] the waiter's record
 -- (its score: the time in microseconds by which it will have tried again)
+-- A try that records nothing (ARGV[5] '0') and follows no recording try sends ARGV[1..5] only, and
+-- KEYS[1] only, or KEYS[1..2] when fenced.
 -- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it ({0, pttl, score}
 -- when the waiter was recorded, score being its record's new score), {2} when the owner holds it
 -- already and re-entry is not allowed.

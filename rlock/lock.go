@@ -246,7 +246,16 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 			a.args[argLinger] = ""
 		}
 	}
-	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, a.p.keys[:keyClients+1], a.args[:]))
+	// A try that neither records a waiter nor follows one that did, the usual first try, sends only
+	// what it uses (rlock_acquire.lua): fewer strings for the server to make.
+	keys, args := a.p.keys[:keyClients+1], a.args[:]
+	if a.args[argRecorded] != "1" && a.args[argWindow] == "0" {
+		keys, args = keys[:keyCounter+1], args[:argWindow+1]
+		if a.args[argFenced] != "1" {
+			keys = keys[:keyLock+1]
+		}
+	}
+	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, keys, args))
 	if t.Recorded && a.args[argLinger] != "" {
 		a.p.listed.Store(now)
 	}
