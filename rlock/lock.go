@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -89,13 +88,7 @@ type protocol struct {
 	windowMs string
 	reentry  string
 	fenced   string
-	// when this client last listed itself among the lock's clients (time since epoch): a try lists it
-	// again only once half the linger has passed, so that most tries spend no ZADD and PEXPIRE on it
-	listed atomic.Int64
 }
-
-// epoch is what listed counts from, on the monotonic clock.
-var epoch = time.Now()
 
 // Option configures a Lock.
 type Option func(*options)
@@ -236,14 +229,15 @@ func (a *attempt) Tag() string {
 }
 
 func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
-	var now int64
+	var sent time.Time
 	if a.args[argRecord] != "" {
 		// A listing made less than half the linger ago still covers this wait's window and half
-		// the linger after it (the server's clock runs at ours' rate: only elapsed time counts).
-		now = int64(time.Since(epoch))
-		a.args[argLinger] = lingerMs
-		if last := a.p.listed.Load(); last != 0 && now-last < int64(pubsub.Linger/2) {
-			a.args[argLinger] = ""
+		// the linger after it (the server's clock runs at ours' rate: only elapsed time counts), so
+		// most tries spend no ZADD and PEXPIRE on the clients record.
+		sent = time.Now()
+		a.args[argLinger] = ""
+		if a.p.c.ListAgain(a.p.keys[keyClients], pubsub.Linger/2) {
+			a.args[argLinger] = lingerMs
 		}
 	}
 	// A try that neither records a waiter nor follows one that did, the usual first try, sends only
@@ -257,7 +251,7 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, keys, args))
 	if t.Recorded && a.args[argLinger] != "" {
-		a.p.listed.Store(now)
+		a.p.c.Listed(a.p.keys[keyClients], sent, pubsub.Linger/2)
 	}
 	a.Tried(t)
 	if t.Recorded {
