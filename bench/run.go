@@ -81,22 +81,22 @@ func (w *window) close() {
 
 // acc accumulates one library's figures over its slices.
 type acc struct {
-	ops      int64
-	elapsed  time.Duration
-	cmds     int64
-	srv      serverStats
-	mallocs  uint64
+	ops     int64
+	elapsed time.Duration
+	cmds    int64
+	srv     serverStats
+	mallocs uint64
 	// keys and used_memory the slices added (end less start), and what the servers held when the
 	// last slice ended
 	keysAdded, memAdded int64
 	slices              int
 	keysAfter, memAfter int64
 	lat                 []time.Duration // per operation (pair, or wait for an acquisition)
-	handoff  []time.Duration
-	perOwner []int64
-	overlaps int64
-	gaveUp   int64
-	fifo     int64
+	handoff             []time.Duration
+	perOwner            []int64
+	overlaps            int64
+	gaveUp              int64
+	fifo                int64
 	// fifoChecked: the library's contenders could stamp their first try (see fifoCheck).
 	fifoChecked bool
 }
