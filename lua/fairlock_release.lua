@@ -4,8 +4,8 @@
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] publish command, ARGV[4] latch ttl ms, ARGV[5] slot ms,
 -- ARGV[6] numsub command ('' to wake as Redisson does), ARGV[7] '1' when this request was sent
 -- before (a network error hid the answer)
--- Returns the holds the owner keeps (0: released, and the head waiter woken or given the lock), or -1
--- when the owner held nothing. A re-sent request answers as the first did, as rlock_release.lua
+-- Returns the holds the owner keeps (0: released, and the head waiter woken or given the lock), -1
+-- when the owner held nothing, or -2 when a re-sent request finds nothing held. A re-sent request answers as the first did, as rlock_release.lua
 -- explains: only a release that leaves holds writes the latch.
 local resent = ARGV[7] == '1'
 if resent then
@@ -13,7 +13,7 @@ if resent then
   if done then return tonumber(done) end
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-  if resent then return 0 end
+  if resent then return -2 end
   return -1
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)

@@ -2,7 +2,8 @@
 -- KEYS as rwlock_leases.lua says, which comes first.
 -- ARGV[1] write field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] lease ms, ARGV[5] '1'
 -- when this request was sent before (a network error hid the answer)
--- Returns the write holds the owner keeps, or -1 when it held none. The last one publishes '1'
+-- Returns the write holds the owner keeps, -1 when it held none, or -2 when a re-sent request finds
+-- none. The last one publishes '1'
 -- (wake all): the lock is free, or the writer kept reading (downgrade) and readers may join it. A
 -- re-sent request answers as the first did, as rlock_release.lua explains: only a release that
 -- leaves write holds writes the latch.
@@ -12,7 +13,7 @@ if resent then
   if done then return tonumber(done) end
 end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-  if resent then return 0 end
+  if resent then return -2 end
   return -1
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)

@@ -324,6 +324,9 @@ func (c *Client) ReleaseHold(ctx context.Context, kind, key string, owner int64,
 		// A hold this client keeps no record of (its acquisition's reply was lost, say), or one that
 		// was lost: Redis says what is left, and the release clears it.
 		_, err := send()
+		if errors.Is(err, ErrResentGone) {
+			return ErrNotHeld
+		}
 		return err
 	}
 	if a == nil {
@@ -352,6 +355,12 @@ func (c *Client) ReleaseHold(ctx context.Context, kind, key string, owner int64,
 	h.mu.Unlock()
 
 	remaining, err := send()
+	if errors.Is(err, ErrResentGone) {
+		// This client counted the hold as held: the release's first send most likely released it
+		// (a hold that lapsed before is reported by its renewal or its lease's end, which had not
+		// happened).
+		remaining, err = 0, nil
+	}
 	switch {
 	case err == nil:
 		a.released.Store(true)

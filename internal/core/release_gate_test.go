@@ -61,3 +61,41 @@ func TestNoAcquisitionWhileReleasing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// resentGone answers as a release sent again that found the hold gone.
+type resentGone struct{}
+
+func (resentGone) Field(int64) string { return "f" }
+
+func (resentGone) Release(context.Context, int64, string) (int64, error) {
+	return 0, core.ErrResentGone
+}
+
+// A re-sent release that finds the hold gone released it when this client counted it as held, and
+// reports ErrNotHeld when the client knows the hold was lost.
+func TestResentReleaseFindsHoldGone(t *testing.T) {
+	_, c := testkit.Mini(t)
+	cc := core.Of(c)
+	ctx, owner := core.EnsureOwner(context.Background())
+	spec := core.HoldSpec{Kind: "test", Name: "resent", Key: "resent", Field: "f", Owner: owner, Lease: time.Minute}
+	w := core.Wait{Channel: "resent-test", Weight: 1, Policy: pubsub.WakeOne,
+		Try: func(context.Context) (bool, time.Duration, error) { return true, 0, nil }}
+	held, err := cc.AcquireHold(ctx, spec, 0, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Unlock(held, "test", "resent", "resent", resentGone{}); err != nil {
+		t.Fatalf("held: %v, want released", err)
+	}
+	if !errors.Is(context.Cause(held), core.ErrReleased) {
+		t.Fatalf("cause %v, want ErrReleased", context.Cause(held))
+	}
+	lost, err := cc.AcquireHold(ctx, spec, 0, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.LoseHolds("resent", core.ErrLost)
+	if err := cc.Unlock(lost, "test", "resent", "resent", resentGone{}); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("lost: %v, want ErrNotHeld", err)
+	}
+}

@@ -1,6 +1,15 @@
 package core
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrResentGone is a release's answer when it was sent again after a network error and found the
+// owner's hold gone: the first send released it, or the hold had lapsed before. ReleaseHold decides
+// by what this client knows: a hold it counts as held was released; one it knows lost, or has no
+// record of, was not held (ErrNotHeld).
+var ErrResentGone = errors.New("redisync: a release sent again found the hold gone")
 
 // Releaser runs an object's release in Redis.
 type Releaser interface {

@@ -219,14 +219,17 @@ func Release(ctx context.Context, c *core.Client, s *lua.Script, keys, args []st
 	return n, err
 }
 
-// ReadRelease reads a release script's reply: the holds the owner keeps, or -1 when it held nothing
-// (core.ErrNotHeld).
+// ReadRelease reads a release script's reply: the holds the owner keeps, -1 when it held nothing
+// (core.ErrNotHeld), or -2 when a re-sent release found nothing held (core.ErrResentGone).
 func ReadRelease(reply rueidis.RedisResult) (int64, error) {
 	n, err := reply.AsInt64()
 	if err != nil {
 		return 0, err
 	}
-	if n < 0 {
+	switch {
+	case n == -2:
+		return 0, core.ErrResentGone
+	case n < 0:
 		return 0, core.ErrNotHeld
 	}
 	return n, nil
