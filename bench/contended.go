@@ -40,6 +40,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 		if fifo {
 			ms = append(ms, mFIFO)
 		}
+		ms = append(ms, mKeys, mMem)
 		t := newTable(id, title, map[string]any{"deployment": d.name, "clients": k, "cs_us": cs.Microseconds(), "rtt_us": int(us(rtt))}, ms...)
 		all, ok := openAll(d, ls, k, t)
 		accs := map[string]*acc{}
@@ -104,7 +105,9 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			if a.fifoChecked {
 				t.set(l.name, mFIFO.name, float64(a.fifo))
 			}
+			a.leftovers(t, l.name)
 		}
+		leftoversNote(t, ok, accs)
 		for _, l := range ok {
 			if a := accs[l.name]; failed[l.name] == nil && a != nil && (l.name == "redisync" || l.name == "fairlock") {
 				t.note("%s server calls per acquisition (scripts' inner calls included): %s", l.name, a.breakdown(8))

@@ -33,11 +33,13 @@ func clusterDeployment(c *redistest.Cluster) *deployment {
 }
 
 // serverStats sums INFO counters over the deployment's servers: every command call (script calls
-// included) and the CPU time the servers used.
+// included) and the CPU time the servers used, and what they hold: keys and used_memory.
 type serverStats struct {
 	calls int64
 	cpu   time.Duration
 	byCmd map[string]int64 // calls per command name
+	keys  int64            // keys in every db
+	mem   int64            // used_memory, bytes
 }
 
 func (d *deployment) stats() (serverStats, error) {
@@ -56,6 +58,17 @@ func (d *deployment) stats() (serverStats, error) {
 				st.calls += n
 				name, _, _ := strings.Cut(rest, ":")
 				st.byCmd[name] += n
+			}
+			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				st.mem += n
+			}
+			if strings.HasPrefix(line, "db") {
+				if _, v, ok := strings.Cut(line, ":keys="); ok {
+					v, _, _ = strings.Cut(v, ",")
+					n, _ := strconv.ParseInt(v, 10, 64)
+					st.keys += n
+				}
 			}
 			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
 				if v, ok := strings.CutPrefix(line, f); ok {

@@ -25,7 +25,7 @@ var (
 // B1: uncontended Lock+Unlock, one goroutine, a fresh key each time.
 func (r *run) b1() *table {
 	t := newTable("B1", "uncontended Lock+Unlock, 1 goroutine, fresh key each time", map[string]any{"deployment": r.dep.name},
-		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mAllocs, mOverlaps)
+		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mAllocs, mOverlaps, mKeys, mMem)
 	all, ls := openAll(r.dep, libs, 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
@@ -63,7 +63,9 @@ func (r *run) b1() *table {
 		t.set(l.name, mAllocs.name, float64(a.mallocs)/float64(a.ops))
 		overlaps[l.name] = secs[l.name].overlaps.Load()
 		t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
+		a.leftovers(t, l.name)
 	}
+	leftoversNote(t, ls, accs)
 	r.checkExclusion(t, "", overlaps)
 	t.note("round trips/pair: commands the library's client sent (a script is one); srv cmds/pair: the server's INFO commandstats delta, which also counts every call a script makes")
 	t.note("allocs/pair: the whole process's mallocs during the slice, harness included (see rlock's BenchmarkLockUnlock for the library alone)")
@@ -190,7 +192,7 @@ func (r *run) b2(b1 *table) *table {
 func (r *run) b3(id string, d *deployment) *table {
 	const goroutines = 50
 	t := newTable(id, "50 goroutines, distinct keys, one client", map[string]any{"deployment": d.name, "goroutines": goroutines},
-		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mOverlaps)
+		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mOverlaps, mKeys, mMem)
 	all, ls := openAll(d, libs, 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
@@ -229,7 +231,9 @@ func (r *run) b3(id string, d *deployment) *table {
 		t.set(l.name, mSrv.name, a.perOp(a.srv.calls))
 		t.set(l.name, mSrvCPU.name, us(a.srv.cpu)/float64(a.ops))
 		t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
+		a.leftovers(t, l.name)
 	}
+	leftoversNote(t, ls, accs)
 	r.checkExclusion(t, "", overlaps)
 	floor, rs := t.get("floor", mPairs.name), t.get("redisync", mPairs.name)
 	t.expect(rs >= 0.9*floor, "pairs/s >= 0.9x floor", "%.2fx", rs/floor)

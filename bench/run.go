@@ -81,17 +81,22 @@ func (w *window) close() {
 
 // acc accumulates one library's figures over its slices.
 type acc struct {
-	ops      int64
-	elapsed  time.Duration
-	cmds     int64
-	srv      serverStats
-	mallocs  uint64
-	lat      []time.Duration // per operation (pair, or wait for an acquisition)
-	handoff  []time.Duration
-	perOwner []int64
-	overlaps int64
-	gaveUp   int64
-	fifo     int64
+	ops     int64
+	elapsed time.Duration
+	cmds    int64
+	srv     serverStats
+	mallocs uint64
+	// keys and used_memory the slices added (end less start), and what the servers held when the
+	// last slice ended
+	keysAdded, memAdded int64
+	slices              int
+	keysAfter, memAfter int64
+	lat                 []time.Duration // per operation (pair, or wait for an acquisition)
+	handoff             []time.Duration
+	perOwner            []int64
+	overlaps            int64
+	gaveUp              int64
+	fifo                int64
 	// fifoChecked: the library's contenders could stamp their first try (see fifoCheck).
 	fifoChecked bool
 }
@@ -115,7 +120,38 @@ func (a *acc) add(w *window, ops int64) error {
 		}
 	}
 	a.mallocs += w.m1 - w.m0
+	a.keysAdded += w.s1.keys - w.s0.keys
+	a.memAdded += w.s1.mem - w.s0.mem
+	a.slices++
+	a.keysAfter, a.memAfter = w.s1.keys, w.s1.mem
 	return nil
+}
+
+var (
+	mKeys = metric{name: "keys_added_per_slice", head: "keys +/slice"}
+	mMem  = metric{name: "used_mb_added_per_slice", head: "MB +/slice"}
+)
+
+// leftovers sets what lib's slices left in Redis: keys and used_memory added per slice.
+func (a *acc) leftovers(t *table, lib string) {
+	if a.slices == 0 {
+		return
+	}
+	t.set(lib, mKeys.name, float64(a.keysAdded)/float64(a.slices))
+	t.set(lib, mMem.name, float64(a.memAdded)/float64(a.slices)/(1<<20))
+}
+
+// leftoversNote prints, for each library, the keys and used_memory in Redis when its last slice ended.
+func leftoversNote(t *table, ls []*lib, accs map[string]*acc) {
+	var parts []string
+	for _, l := range ls {
+		if a := accs[l.name]; a != nil && a.slices > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d keys %.1f MB", l.name, a.keysAfter, float64(a.memAfter)/(1<<20)))
+		}
+	}
+	if len(parts) > 0 {
+		t.note("in Redis when each library's last slice ended: %s; keys +/slice and MB +/slice: added during a slice (end less start)", strings.Join(parts, ", "))
+	}
 }
 
 // breakdown lists the server's calls per operation by command, the most frequent first.

@@ -43,8 +43,8 @@ var (
 	renewScript = lua.Load("extend.lua", "rlock_renew.lua")
 )
 
-// latchTTL is how long a release remembers its answer, so that a release re-sent after a network
-// error does not release twice.
+// latchTTL is how long a release that leaves holds remembers its answer, so that a release re-sent
+// after a network error does not release twice; the latch is deleted once the answer is in.
 const latchTTL = "10000"
 
 const kind = "fair lock"
@@ -277,8 +277,8 @@ func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, e
 	var keys [nKeys]string
 	copy(keys[:], p.keys[:])
 	keys[keyLatch] = p.c.RequestKey(p.latch)
-	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub()}
-	return hashlock.ReadRelease(p.c.Run(ctx, releaseScript, keys[:], args))
+	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub(), "0"}
+	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch])
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of the queue. It

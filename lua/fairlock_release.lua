@@ -2,26 +2,27 @@
 -- hands it the lock (fairlock_wake.lua comes first).
 -- KEYS as fairlock_wake.lua says; KEYS[7] is this request's unlock latch.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] publish command, ARGV[4] latch ttl ms, ARGV[5] slot ms,
--- ARGV[6] numsub command ('' to wake as Redisson does)
--- Returns the holds the owner keeps (0: released, and the head waiter woken or given the lock), or -1
--- when the owner held nothing. The latch makes a re-sent request answer as the first did instead of
--- releasing twice.
-local done = redis.call('get', KEYS[7])
-if done then
-  if done == '1' then return 0 end
-  return 1
+-- ARGV[6] numsub command ('' to wake as Redisson does), ARGV[7] '1' when this request was sent
+-- before (a network error hid the answer)
+-- Returns the holds the owner keeps (0: released, and the head waiter woken or given the lock), -1
+-- when the owner held nothing, or -2 when a re-sent request finds nothing held. A re-sent request answers as the first did, as rlock_release.lua
+-- explains: only a release that leaves holds writes the latch.
+local resent = ARGV[7] == '1'
+if resent then
+  local done = redis.call('get', KEYS[7])
+  if done then return tonumber(done) end
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  if resent then return -2 end
   return -1
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if count > 0 then
   extend(KEYS[1], ARGV[1]) -- the holds left keep at least what they were promised
-  redis.call('set', KEYS[7], '0', 'px', ARGV[4])
+  redis.call('set', KEYS[7], count, 'px', ARGV[4])
   return count
 end
 redis.call('del', KEYS[1])
 redis.call('hdel', KEYS[6], ARGV[2]) -- the mark of the grant this hold may have come from
 wake(tonumber(ARGV[5]), ARGV[3], ARGV[6])
-redis.call('set', KEYS[7], '1', 'px', ARGV[4])
 return 0

@@ -3,14 +3,20 @@
 -- wake_records.lua comes first)
 -- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] '1' reentrant, ARGV[4] '1' fenced,
 -- ARGV[5] ms within which this waiter will try again ('0': it will not wait, record nothing),
--- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left,
+-- ARGV[6] client id, ARGV[7] ms for which the client listens after its last waiter left ('': not
+-- listed again, see record),
 -- ARGV[8] '1' when an earlier try of this wait recorded the waiter, ARGV[9] the waiter's record
 -- (its score: the time in microseconds by which it will have tried again)
+-- A try that records nothing (ARGV[5] '0') and follows no recording try sends ARGV[1..5] and
+-- KEYS[1..3] only (the waiter records hold a Java waiter's turn: rlock_wake.lua).
 -- Returns {1, count, token} when acquired, {0, pttl} when another owner holds it ({0, pttl, score}
 -- when the waiter was recorded, score being its record's new score), {2} when the owner holds it
 -- already and re-entry is not allowed.
-local free = redis.call('exists', KEYS[1]) == 0
+-- One PTTL says whether the lock is free (-2), how long it has left, and what a failed try answers.
+local ttl = redis.call('pttl', KEYS[1])
+local free = ttl == -2
 local mine = not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local lease = tonumber(ARGV[1])
 local turn = free and tonumber(redis.call('zscore', KEYS[3], '~java'))
 if turn then
   -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
@@ -30,7 +36,9 @@ if mine and ARGV[8] == '1' then
   local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[9]))
   if mark and mark <= 0 then
     redis.call('zrem', KEYS[3], ARGV[9])
-    extend(KEYS[1], ARGV[1])
+    if ttl < lease then
+      redis.call('pexpire', KEYS[1], lease)
+    end
     return {1, tonumber(redis.call('hget', KEYS[1], ARGV[2])), -mark}
   end
 end
@@ -44,8 +52,10 @@ if free or mine then
   else
     count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   end
-  -- A re-entry never shortens what an outer hold was promised.
-  extend(KEYS[1], ARGV[1])
+  -- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
+  if ttl < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
   local token = 0
   if ARGV[4] == '1' then
     token = redis.call('incr', KEYS[2])
@@ -57,6 +67,6 @@ if free or mine then
 end
 if ARGV[5] ~= '0' then
   local score = record(KEYS[3], KEYS[4], ARGV[9], ARGV[5], ARGV[6], ARGV[7])
-  return {0, redis.call('pttl', KEYS[1]), score}
+  return {0, ttl, score}
 end
-return {0, redis.call('pttl', KEYS[1])}
+return {0, ttl}

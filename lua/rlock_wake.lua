@@ -38,17 +38,33 @@ local JAVA_TURN_MS = 200
 
 local function wake(publish, numsub)
   local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  if numsub == '' or redis.call('exists', waiters) == 0 then
+  local records = numsub ~= '' and redis.call('zrange', waiters, 0, 99, 'withscores') or {}
+  if #records == 0 then
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
-  -- Also drops grants nobody took (scores of 0 or less): their lock has been released since.
-  drop_expired(waiters, clients)
+  -- Records whose score has passed come first (drop_expired): they are skipped, and dropped, with
+  -- the grants nobody took (scores of 0 or less: their lock has been released since). A record that
+  -- expired (score above 0) means a waiter, perhaps a client, went away: the clients no longer
+  -- listening are dropped then.
+  local t = redis.call('time')
+  local now = t[1] * 1000000 + t[2]
+  local first, gone = 1, false
+  while first < #records and tonumber(records[first + 1]) <= now do
+    gone = gone or tonumber(records[first + 1]) > 0
+    first = first + 2
+  end
+  if gone then
+    drop_expired(waiters, clients)
+  elseif first > 1 then
+    redis.call('zremrangebyscore', waiters, '-inf', 0)
+  end
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
-  local java = tonumber(redis.call('pubsub', numsub, shared)[2]) > redis.call('zcard', clients)
+  -- (ZCOUNT: the clients still listening by now, without a ZREMRANGEBYSCORE on every release.)
+  local java = tonumber(redis.call('pubsub', numsub, shared)[2])
+      > redis.call('zcount', clients, t[1] * 1000 + math.floor(t[2] / 1000), '+inf')
   if java and redis.call('zrem', waiters, '~owed') == 1 then
-    local t = redis.call('time')
-    redis.call('zadd', waiters, string.format('%.0f', t[1] * 1000000 + t[2] + JAVA_TURN_MS * 1000), '~java')
+    redis.call('zadd', waiters, string.format('%.0f', now + JAVA_TURN_MS * 1000), '~java')
     if redis.call('pttl', waiters) < JAVA_TURN_MS then
       redis.call('pexpire', waiters, JAVA_TURN_MS)
     end
@@ -57,8 +73,7 @@ local function wake(publish, numsub)
   end
   local woken = false
   local tried = {}
-  local records = redis.call('zrange', waiters, 0, 99, 'withscores')
-  for i = 1, #records, 2 do
+  for i = first, #records, 2 do
     local m = records[i]
     if string.sub(m, 1, 1) == '~' then
       tried[m] = true -- a turn's mark, not a waiter
@@ -97,8 +112,7 @@ local function wake(publish, numsub)
   end
   if java and woken then
     -- The next release is the Java waiter's turn; forgotten with the records when nobody waits.
-    local t = redis.call('time')
-    redis.call('zadd', waiters, string.format('%.0f', (t[1] + 60) * 1000000 + t[2]), '~owed')
+    redis.call('zadd', waiters, string.format('%.0f', now + 60 * 1000000), '~owed')
   end
   if not woken or java then
     redis.call(publish, shared, '0')

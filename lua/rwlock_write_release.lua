@@ -1,13 +1,19 @@
 -- Release one write hold.
 -- KEYS as rwlock_leases.lua says, which comes first.
--- ARGV[1] write field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] lease ms
--- Returns the write holds the owner keeps, or -1 when it held none. The last one publishes '1'
--- (wake all): the lock is free, or the writer kept reading (downgrade) and readers may join it.
-local done = redis.call('get', KEYS[6])
-if done then
-  return tonumber(done)
+-- ARGV[1] write field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] lease ms, ARGV[5] '1'
+-- when this request was sent before (a network error hid the answer)
+-- Returns the write holds the owner keeps, -1 when it held none, or -2 when a re-sent request finds
+-- none. The last one publishes '1'
+-- (wake all): the lock is free, or the writer kept reading (downgrade) and readers may join it. A
+-- re-sent request answers as the first did, as rlock_release.lua explains: only a release that
+-- leaves write holds writes the latch.
+local resent = ARGV[5] == '1'
+if resent then
+  local done = redis.call('get', KEYS[6])
+  if done then return tonumber(done) end
 end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  if resent then return -2 end
   return -1
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
@@ -32,5 +38,4 @@ else
   end
 end
 redis.call(ARGV[2], KEYS[4], '1')
-redis.call('set', KEYS[6], 0, 'px', ARGV[3])
 return 0

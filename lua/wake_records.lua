@@ -24,7 +24,8 @@ end
 -- record(waiters, clients, member, window, client, linger): records a waiter that will try again
 -- within window ms, scored by that time in microseconds (waiters recorded within one millisecond keep
 -- their order; a tie would go to the smaller member, the same client every time), and its client as
--- listening for linger ms after that. Returns the score.
+-- listening for linger ms after that (linger '': the client listed itself recently enough, and is
+-- not listed again). Returns the score.
 local function record(waiters, clients, member, window, client, linger)
   local t = redis.call('time')
   window = tonumber(window)
@@ -34,8 +35,10 @@ local function record(waiters, clients, member, window, client, linger)
   if redis.call('pttl', waiters) < window then
     redis.call('pexpire', waiters, window)
   end
-  local keep = window + tonumber(linger)
-  redis.call('zadd', clients, t[1] * 1000 + math.floor(t[2] / 1000) + keep, client)
-  redis.call('pexpire', clients, keep)
+  if linger ~= '' then
+    local keep = window + tonumber(linger)
+    redis.call('zadd', clients, t[1] * 1000 + math.floor(t[2] / 1000) + keep, client)
+    redis.call('pexpire', clients, keep)
+  end
   return tonumber(score)
 end

@@ -16,6 +16,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -26,15 +27,15 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("extend.lua", "wake_records.lua", "rlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("extend.lua", "wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
+	acquireScript = lua.Load("wake_records.lua", "rlock_acquire.lua")
+	releaseScript = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_release.lua")
 	forgetScript  = lua.LoadRetryable("wake_records.lua", "rlock_wake.lua", "rlock_forget.lua")
 	forceScript   = lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua")
 	renewScript   = lua.Load("extend.lua", "rlock_renew.lua")
 )
 
-// latchTTL is how long a release remembers its answer, so that a release re-sent after a network
-// error does not release twice.
+// latchTTL is how long a release that leaves holds remembers its answer, so that a release re-sent
+// after a network error does not release twice; the latch is deleted once the answer is in.
 const latchTTL = "10000"
 
 const kind = "lock"
@@ -72,7 +73,7 @@ const (
 // two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
 	h hashlock.Lock
-	p *protocol
+	p protocol // in the same allocation
 }
 
 // protocol is what this lock does in Redis (hashlock.Protocol).
@@ -80,7 +81,8 @@ type protocol struct {
 	c        *core.Client
 	keys     [nKeys - 1]string // every key but the latch, which is per request
 	latch    string            // the latch key without the request id
-	wake     string            // this client's wake channel
+	wakeOnce sync.Once
+	wake     string // this client's wake channel, built by the first wait (wakeChannel)
 	leaseMs  string
 	windowMs string
 	reentry  string
@@ -108,29 +110,44 @@ func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 // key without expiry, one per lock name.
 func WithFencing() Option { return func(o *options) { o.Fenced = true } }
 
+func apply(opts []Option) options {
+	o := new(options)
+	for _, opt := range opts {
+		opt(o)
+	}
+	return *o
+}
+
 // New returns the lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	var o options
-	for _, opt := range opts {
-		opt(&o)
+	if len(opts) > 0 { // o escapes to the options: only then
+		o = apply(opts)
 	}
-	p := &protocol{c: core.Of(c)}
+	l := &Lock{p: protocol{c: core.Of(c)}}
+	p := &l.p
 	h, err := hashlock.New(p.c, kind, name, o.Options, p)
 	if err != nil {
 		return nil, err
 	}
+	l.h = h
 	side := p.c.SideKeys(h.Name, "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
 		"redisson_lock__channel", "redisync_lock__wake", "redisson_unlock_latch")
 	p.keys = [...]string{h.Name, side[0], side[1], side[2], side[3], side[4] + ":"}
 	p.latch = side[5]
-	p.wake = p.keys[keyWakePrefix] + p.c.ID()
 	p.windowMs = "0" // no directed wake-up where subscriber counts cannot be trusted
 	if p.c.NumSub() != "" {
 		p.windowMs = p.c.WaitWindowMs()
 	}
 	p.leaseMs = h.LeaseMs
 	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
-	return &Lock{h: h, p: p}, nil
+	return l, nil
+}
+
+// wakeChannel returns this client's wake channel for the lock.
+func (p *protocol) wakeChannel() string {
+	p.wakeOnce.Do(func() { p.wake = p.keys[keyWakePrefix] + p.c.ID() })
+	return p.wake
 }
 
 func (p *protocol) Field(owner int64) string { return p.c.Owner(owner) }
@@ -154,9 +171,11 @@ func (p *protocol) Begin(ctx context.Context, _ int64, field string, wait time.D
 	a := &attempt{p: p}
 	// Tries record nothing until the wait starts to listen (Tag): a Lock that acquires at its first
 	// try, the usual case, sends and builds no record.
-	a.window, a.wake = p.windowMs, p.wake
+	a.window = p.windowMs
 	if wait == 0 || a.window == "0" { // a single try records no waiter
-		a.window, a.wake = "0", ""
+		a.window = "0"
+	} else {
+		a.wake = p.wakeChannel()
 	}
 	a.args = [nArgs]string{argLease: p.leaseMs, argField: field, argReentrant: p.reentry, argFenced: p.fenced,
 		argWindow: "0", argRecorded: "0"}
@@ -179,8 +198,7 @@ func (a *attempt) Wait() core.Wait {
 		Grants:  a,
 		Weight:  1,
 		Policy:  pubsub.WakeOne,
-		Try:     a.try,
-		Undo:    a.undo,
+		Tries:   a,
 	}
 }
 
@@ -212,8 +230,28 @@ func (a *attempt) Tag() string {
 	return a.args[argRecord]
 }
 
-func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
-	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, a.p.keys[:keyClients+1], a.args[:]))
+func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
+	var sent time.Time
+	if a.args[argRecord] != "" {
+		// A listing made less than half the linger ago still covers this wait's window and half
+		// the linger after it (the server's clock runs at ours' rate: only elapsed time counts), so
+		// most tries spend no ZADD and PEXPIRE on the clients record.
+		sent = time.Now()
+		a.args[argLinger] = ""
+		if a.p.c.ListAgain(a.p.keys[keyClients], pubsub.Linger/2) {
+			a.args[argLinger] = lingerMs
+		}
+	}
+	// A try that neither records a waiter nor follows one that did, the usual first try, sends only
+	// what it uses (rlock_acquire.lua): fewer strings for the server to make.
+	keys, args := a.p.keys[:keyClients+1], a.args[:]
+	if a.args[argRecorded] != "1" && a.args[argWindow] == "0" {
+		keys, args = keys[:keyWaiters+1], args[:argWindow+1] // the waiters' key holds a Java turn
+	}
+	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, keys, args))
+	if t.Recorded && a.args[argLinger] != "" {
+		a.p.c.Listed(a.p.keys[keyClients], sent, pubsub.Linger/2)
+	}
 	a.Tried(t)
 	if t.Recorded {
 		a.args[argRecorded] = "1" // the try that succeeds removes the record
@@ -221,7 +259,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
 }
 
-func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
+func (a *attempt) Undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
 
 // forget removes the record of a waiter that gave up, so that no release wakes its client for it, and
 // gives back the lock if a release handed it to that waiter meanwhile.
@@ -254,8 +292,8 @@ func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, e
 	keys := [nKeys]string{}
 	copy(keys[:], p.keys[:])
 	keys[keyLatch] = p.c.RequestKey(p.latch)
-	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.c.NumSub()}
-	return hashlock.ReadRelease(p.c.Run(ctx, releaseScript, keys[:], args))
+	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.c.NumSub(), "0"}
+	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch])
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes a waiter. It reports whether the lock was

@@ -23,8 +23,8 @@ var (
 	withdrawScript     = lua.LoadRetryable("rwlock_withdraw.lua")
 )
 
-// latchTTL is how long a release remembers its answer, so that a release re-sent after a network
-// error does not release twice.
+// latchTTL is how long a release that leaves holds remembers its answer, so that a release re-sent
+// after a network error does not release twice; the latch is deleted once the answer is in.
 const latchTTL = "10000"
 
 // Every script takes a prefix of these KEYS (rwlock_leases.lua).
@@ -237,11 +237,11 @@ func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 func (s *side) Release(ctx context.Context, owner int64, field string) (int64, error) {
 	keys := s.keys(owner)
 	keys[keyLatch] = s.c.RequestKey(s.latch)
-	script, args := readReleaseScript, []string{field, s.c.Publish(), latchTTL}
+	script, args := readReleaseScript, []string{field, s.c.Publish(), latchTTL, "0"}
 	if s.writer {
-		script, args = writeReleaseScript, append(args, s.leaseMs)
+		script, args = writeReleaseScript, []string{field, s.c.Publish(), latchTTL, s.leaseMs, "0"}
 	}
-	return hashlock.ReadRelease(s.c.Run(ctx, script, keys[:], args))
+	return hashlock.Release(ctx, s.c, script, keys[:], args, keys[keyLatch])
 }
 
 // ForceUnlock frees the lock whoever holds it, if it is held in this side's mode (a read lock's

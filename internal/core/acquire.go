@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,31 @@ type Wait struct {
 	// when the try reported an error with its success (not acknowledged by the replicas). Nil when
 	// there is nothing to give back.
 	Undo func(ctx context.Context)
+	// Tries, when set, is Try and Undo as the methods of one value, which costs no allocation where
+	// the two method values would each cost one; Try and Undo are then unused.
+	Tries Trier
+}
+
+// Trier is Wait's Try and Undo as methods.
+type Trier interface {
+	Try(ctx context.Context) (ok bool, retryIn time.Duration, err error)
+	Undo(ctx context.Context)
+}
+
+func (w *Wait) try(ctx context.Context) (bool, time.Duration, error) {
+	if w.Tries != nil {
+		return w.Tries.Try(ctx)
+	}
+	return w.Try(ctx)
+}
+
+// undo gives back what a try acquired, if the primitive can.
+func (w *Wait) undo(ctx context.Context) {
+	if w.Tries != nil {
+		w.Tries.Undo(ctx)
+	} else if w.Undo != nil {
+		w.Undo(ctx)
+	}
 }
 
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
@@ -73,18 +99,34 @@ type LockTry struct {
 // ErrAlreadyHeld.
 func ReadLockTry(reply rueidis.RedisResult) (LockTry, error) {
 	reply, notReplicated := SplitReplication(reply)
-	res, err := reply.AsIntSlice()
+	// Read in place: AsIntSlice would allocate a slice for every try.
+	arr, err := reply.ToArray()
 	if err != nil {
 		return LockTry{}, err
 	}
+	var res [3]int64
+	if len(arr) == 0 || len(arr) > len(res) {
+		return LockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
+	}
+	for i := range arr {
+		if res[i], err = arr[i].AsInt64(); err != nil {
+			return LockTry{}, err
+		}
+	}
 	switch res[0] {
 	case 1:
+		if len(arr) < 3 {
+			return LockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
+		}
 		return LockTry{Acquired: true, Token: res[2]}, notReplicated
 	case 2:
 		return LockTry{}, ErrAlreadyHeld
 	}
+	if len(arr) < 2 {
+		return LockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
+	}
 	t := LockTry{RetryIn: RetryIn(res[1])}
-	if len(res) > 2 {
+	if len(arr) > 2 {
 		t.Score, t.Recorded = res[2], true
 	}
 	return t, nil
@@ -143,9 +185,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tryCtx, w)
 		if ok && err == nil && w.late(start) {
-			if w.Undo != nil {
-				w.Undo(tryCtx)
-			}
+			w.undo(tryCtx)
 			return false, time.Millisecond, start, nil // try again at once
 		}
 		return ok, retryIn, start, err
@@ -345,8 +385,8 @@ func (ws waiters) signal(i int) <-chan struct{} {
 func (c *Client) try(ctx context.Context, stop time.Time, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
 	var r result
 	if !c.mayOverrun(ctx, stop) {
-		r.ok, r.retryIn, r.err = w.Try(tryCtx)
-	} else if r = tryApart(ctx, stop, tryCtx, w.Try, w.Undo); r.late {
+		r.ok, r.retryIn, r.err = w.try(tryCtx)
+	} else if r = tryApart(ctx, stop, tryCtx, w); r.late {
 		if ctx.Err() != nil {
 			return false, 0, context.Cause(ctx)
 		}
@@ -355,9 +395,7 @@ func (c *Client) try(ctx context.Context, stop time.Time, tryCtx context.Context
 	// A try that acquired must not keep it when it reports an error (the replicas did not acknowledge
 	// the write) or when the caller has gone.
 	if r.ok && (r.err != nil || ctx.Err() != nil) {
-		if w.Undo != nil {
-			w.Undo(tryCtx)
-		}
+		w.undo(tryCtx)
 		if r.err == nil {
 			r.err = context.Cause(ctx)
 		}
@@ -375,11 +413,11 @@ type result struct {
 
 // tryApart runs try on a goroutine of its own and waits for it until ctx ends or stop (if not zero)
 // passes.
-func tryApart(ctx context.Context, stop time.Time, tryCtx context.Context, try Attempt, undo func(context.Context)) result {
+func tryApart(ctx context.Context, stop time.Time, tryCtx context.Context, w Wait) result {
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.ok, r.retryIn, r.err = try(tryCtx)
+		r.ok, r.retryIn, r.err = w.try(tryCtx)
 		done <- r
 	}()
 	var expired <-chan time.Time
@@ -395,8 +433,8 @@ func tryApart(ctx context.Context, stop time.Time, tryCtx context.Context, try A
 	case <-expired:
 	}
 	go func() {
-		if r := <-done; r.ok && undo != nil {
-			undo(tryCtx)
+		if r := <-done; r.ok {
+			w.undo(tryCtx)
 		}
 	}()
 	return result{late: true}

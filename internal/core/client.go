@@ -71,6 +71,7 @@ type Client struct {
 	watchdog *Watchdog
 	replicas replicaCache
 	deletes  deletes
+	listings listings
 
 	requests atomic.Uint64
 

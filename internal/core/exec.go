@@ -27,6 +27,20 @@ func (c *Client) Run(ctx context.Context, s *lua.Script, keys, args []string) ru
 	return s.ExecRetrying(ctx, c.rdb, keys, args)
 }
 
+// RunRelease is Run for a release script whose args[resent] is "0": the sends after a network
+// error carry "1" there instead, telling the script that an earlier send may have released already
+// (see rlock_release.lua). So the first send, the usual one, needs no record of a past one.
+func (c *Client) RunRelease(ctx context.Context, s *lua.Script, keys, args []string, resent int) rueidis.RedisResult {
+	res := s.Exec(ctx, c.rdb, keys, args)
+	if res.NonRedisError() == nil || ctx.Err() != nil {
+		return res
+	}
+	args[resent] = "1"
+	ctx, cancel := context.WithTimeout(ctx, RetryBound)
+	defer cancel()
+	return s.ExecRetrying(ctx, c.rdb, keys, args)
+}
+
 // RunAcquire executes a script that takes or extends a hold (an acquisition, a renewal, a fencing
 // increment): every write that another owner must never be able to overtake after a failover goes
 // through here.

@@ -16,6 +16,7 @@ type HoldSpec struct {
 	Kind, Name string // for errors: "lock", "orders"
 	Key        string // the object's main key
 	Field      string // the owner's field in it ("<clientID>:<ownerID>", or "...:write")
+	Owner      int64  // the owner whose field it is, when known (0): Unlock then needs no Field
 	// Lease > 0 is a fixed lease: no renewal, and the acquisition's ctx has the lease's end (less
 	// Drift) as deadline. Lease == 0 means the watchdog keeps the hold with Renew.
 	Lease time.Duration
@@ -44,13 +45,18 @@ type hold struct {
 	shared bool
 	renew  RenewSpec
 
-	mu      sync.Mutex
-	stack   []*acq        // acquisitions held, the innermost last
-	busy    bool          // an exclusive acquisition is in flight
-	pending int           // acquisitions in flight
-	watched int           // acquisitions held or in flight that the watchdog keeps
-	entry   *entry        // watchdog registration, nil when none
-	turn    chan struct{} // closed when the stack or busy change; nil when nobody waits
+	mu     sync.Mutex
+	owner  int64   // HoldSpec.Owner
+	stack  []*acq  // acquisitions held, the innermost last
+	stack0 [2]*acq // stack's first array, in the same allocation
+	busy   bool    // an exclusive acquisition is in flight
+	// releases in flight: no acquisition is sent meanwhile, so that a release re-sent after a network
+	// error never takes a new acquisition's hold for the one it released (rlock_release.lua)
+	releasing int
+	pending   int           // acquisitions in flight
+	watched   int           // acquisitions held or in flight that the watchdog keeps
+	entry     *entry        // watchdog registration, nil when none
+	turn      chan struct{} // closed when the stack or busy change; nil when nobody waits
 }
 
 // acq is one acquisition of a hold: what its ctx carries and how it ends.
@@ -63,10 +69,50 @@ type acq struct {
 	at        time.Duration // when acquired, since epoch (only while events are observed)
 }
 
-// acqKey finds, in a ctx, the innermost acquisition of a hold that the ctx came from.
-type acqKey struct {
-	c  *Client
-	id holdID
+// ownedIn finds, in ctx, the innermost acquisition of owner's hold of kind on key of c, by the owner
+// the hold was acquired for (HoldSpec.Owner). The kind tells apart the fields one owner has in one
+// key (a read-write lock's read and write holds).
+func ownedIn(ctx context.Context, c *Client, kind, key string, owner int64) *acq {
+	for {
+		switch x := ctx.Value(holdsKey{}).(type) {
+		case *heldCtx:
+			if h := x.a.h; h.c == c && h.owner == owner && h.id.key == key && h.kind == kind {
+				return x.a
+			}
+			ctx = x.Context
+		case *holdsOf:
+			if a := ownedIn(x.from, c, kind, key, owner); a != nil {
+				return a
+			}
+			ctx = x.Context
+		default:
+			return nil
+		}
+	}
+}
+
+// holdsKey asks a ctx for the innermost heldCtx or holdsOf in its chain: a key of no size, which
+// costs no allocation to ask with (a key naming the hold would be boxed on every lookup).
+type holdsKey struct{}
+
+// acqIn finds, in ctx, the innermost acquisition of c's hold id that the ctx came from.
+func acqIn(ctx context.Context, c *Client, id holdID) *acq {
+	for {
+		switch x := ctx.Value(holdsKey{}).(type) {
+		case *heldCtx:
+			if x.a.h.c == c && x.a.h.id == id {
+				return x.a
+			}
+			ctx = x.Context
+		case *holdsOf:
+			if a := acqIn(x.from, c, id); a != nil {
+				return a
+			}
+			ctx = x.Context
+		default:
+			return nil
+		}
+	}
 }
 
 // heldCtx is the ctx an acquisition hands out: it carries the acquisition, and its being dropped
@@ -77,8 +123,8 @@ type heldCtx struct {
 }
 
 func (x *heldCtx) Value(key any) any {
-	if k, ok := key.(acqKey); ok && k.c == x.a.h.c && k.id == x.a.h.id {
-		return x.a
+	if _, ok := key.(holdsKey); ok {
+		return x
 	}
 	return x.Context.Value(key)
 }
@@ -117,7 +163,7 @@ func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Durat
 // hold and what is left of wait.
 func (c *Client) enter(ctx context.Context, spec HoldSpec, wait time.Duration) (*hold, time.Duration, error) {
 	id := holdID{spec.Key, spec.Field}
-	outer, _ := ctx.Value(acqKey{c, id}).(*acq)
+	outer := acqIn(ctx, c, id)
 	var deadline time.Time
 	var timeout <-chan time.Time
 	for {
@@ -128,7 +174,8 @@ func (c *Client) enter(ctx context.Context, spec HoldSpec, wait time.Duration) (
 		}
 		h := c.holds[id]
 		if h == nil {
-			h = &hold{c: c, id: id, kind: spec.Kind, name: spec.Name, shared: spec.Shared, renew: spec.Renew}
+			h = &hold{c: c, id: id, owner: spec.Owner, kind: spec.Kind, name: spec.Name, shared: spec.Shared, renew: spec.Renew}
+			h.stack = h.stack0[:0]
 			c.holds[id] = h
 		}
 		h.mu.Lock()
@@ -139,7 +186,7 @@ func (c *Client) enter(ctx context.Context, spec HoldSpec, wait time.Duration) (
 			if spec.Lease == 0 {
 				h.watched++
 				if h.entry == nil {
-					h.entry = c.watchdog.add(spec.Renew, h.lost)
+					h.entry = c.watchdog.add(spec.Renew, h)
 				}
 			}
 			h.mu.Unlock()
@@ -178,6 +225,8 @@ func (c *Client) enter(ctx context.Context, spec HoldSpec, wait time.Duration) (
 // ahead now. h.mu is held.
 func (h *hold) mayEnter(outer *acq) bool {
 	switch {
+	case h.releasing > 0:
+		return false
 	case h.shared:
 		return true
 	case h.busy:
@@ -235,7 +284,7 @@ func (h *hold) commit(parent context.Context, spec HoldSpec, start time.Time) co
 	h.stack = append(h.stack, a)
 	if a.watched {
 		if h.entry == nil { // the hold was lost while this acquisition was in flight
-			h.entry = h.c.watchdog.add(h.renew, h.lost)
+			h.entry = h.c.watchdog.add(h.renew, h)
 		}
 		h.c.watchdog.confirm(h.entry, start)
 	}
@@ -246,17 +295,25 @@ func (h *hold) commit(parent context.Context, spec HoldSpec, start time.Time) co
 	return held
 }
 
-// ReleaseHold releases the acquisition that ctx carries of the hold (key, field) with send, which
-// runs the release in Redis and returns how many acquisitions the owner still has there, or an error
+// ReleaseHold releases the acquisition that ctx carries of owner's hold on key with r, which runs
+// the release in Redis and returns how many acquisitions the owner still has there, or an error
 // wrapping ErrNotHeld. An exclusive hold is released innermost first: releasing one with others
 // above it is ErrNotInnermost, and changes nothing.
 //
 // When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a
 // renewal must never outlive the release. If send fails for another reason the hold is left as it
 // was, renewal included, so that the caller may try again.
-func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func() (remaining int64, err error)) error {
+func (c *Client) ReleaseHold(ctx context.Context, kind, key string, owner int64, r Releaser) error {
+	var field string
+	if a := ownedIn(ctx, c, kind, key, owner); a != nil {
+		field = a.h.id.field // the field's string again costs nothing
+	} else {
+		field = r.Field(owner)
+	}
+	// ctx is usually a hold's ctx, which can end: detached at once, without asking for its Done channel.
+	send := func() (int64, error) { return r.Release(context.WithoutCancel(ctx), owner, field) }
 	id := holdID{key, field}
-	a, _ := ctx.Value(acqKey{c, id}).(*acq)
+	a := acqIn(ctx, c, id)
 	c.mu.Lock()
 	h := c.holds[id]
 	c.mu.Unlock()
@@ -267,6 +324,9 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 		// A hold this client keeps no record of (its acquisition's reply was lost, say), or one that
 		// was lost: Redis says what is left, and the release clears it.
 		_, err := send()
+		if errors.Is(err, ErrResentGone) {
+			return ErrNotHeld
+		}
 		return err
 	}
 	if a == nil {
@@ -286,6 +346,7 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 		return ErrNotInnermost
 	}
 	a.releasing = true
+	h.releasing++
 	var stopped *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
 		stopped, h.entry = h.entry, nil
@@ -294,10 +355,18 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 	h.mu.Unlock()
 
 	remaining, err := send()
+	if errors.Is(err, ErrResentGone) {
+		// This client counted the hold as held: the release's first send most likely released it
+		// (a hold that lapsed before is reported by its renewal or its lease's end, which had not
+		// happened).
+		remaining, err = 0, nil
+	}
 	switch {
 	case err == nil:
 		a.released.Store(true)
 		h.mu.Lock()
+		h.releasing--
+		h.changed()
 		var rest []*acq
 		h.drop(a)
 		if remaining <= 0 {
@@ -308,17 +377,24 @@ func (c *Client) ReleaseHold(ctx context.Context, key, field string, send func()
 		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
 		a.cancel(ErrReleased)
 		h.released(a)
-		cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
-		for _, r := range rest {
-			r.cancel(cause)
+		if len(rest) > 0 {
+			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
+			for _, r := range rest {
+				r.cancel(cause)
+			}
+			h.ended(rest, cause)
 		}
-		h.ended(rest, cause)
 		return nil
 	case isNotHeld(err):
+		h.mu.Lock()
+		h.releasing--
+		h.mu.Unlock()
 		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
 		return err
 	default:
 		h.mu.Lock()
+		h.releasing--
+		h.changed()
 		a.releasing = false
 		if stopped != nil && h.entry == nil {
 			h.entry = stopped
@@ -458,10 +534,8 @@ type holdsOf struct {
 }
 
 func (x *holdsOf) Value(key any) any {
-	if _, ok := key.(acqKey); ok {
-		if v := x.from.Value(key); v != nil {
-			return v
-		}
+	if _, ok := key.(holdsKey); ok {
+		return x
 	}
 	return x.Context.Value(key)
 }

@@ -8,11 +8,12 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// deletes sends the hash-field deletes that nobody waits for (a taken hand-over's grant), in
-// batches, from one goroutine per Client started on first use.
+// deletes sends the deletes that nobody waits for (a taken hand-over's grant, a release's latch),
+// in batches, from one goroutine per Client started on first use.
 type deletes struct {
 	mu      sync.Mutex
 	pending map[string][]string // hash key -> fields
+	keys    []string            // whole keys
 	running bool
 	kick    chan struct{}
 	wg      sync.WaitGroup
@@ -23,17 +24,26 @@ const flushBound = time.Second
 
 // DeleteLater removes field from the hash at key soon, without waiting for it: deletes queued while
 // one batch is on its way go out together in the next. After Close it does nothing.
-func (c *Client) DeleteLater(key, field string) {
+func (c *Client) DeleteLater(key, field string) { c.later(key, field, true) }
+
+// DeleteKeyLater removes key soon, as DeleteLater removes a field.
+func (c *Client) DeleteKeyLater(key string) { c.later(key, "", false) }
+
+func (c *Client) later(key, field string, isField bool) {
 	d := &c.deletes
 	d.mu.Lock()
 	if c.Closed() {
 		d.mu.Unlock()
 		return
 	}
-	if d.pending == nil {
-		d.pending = make(map[string][]string)
+	if !isField {
+		d.keys = append(d.keys, key)
+	} else {
+		if d.pending == nil {
+			d.pending = make(map[string][]string)
+		}
+		d.pending[key] = append(d.pending[key], field)
 	}
-	d.pending[key] = append(d.pending[key], field)
 	if !d.running {
 		d.running = true
 		d.kick = make(chan struct{}, 1)
@@ -59,18 +69,21 @@ func (c *Client) sendDeletes() {
 			closing = true
 		}
 		d.mu.Lock()
-		batch := d.pending
-		d.pending = nil
+		batch, keys := d.pending, d.keys
+		d.pending, d.keys = nil, nil
 		d.mu.Unlock()
-		if len(batch) > 0 {
+		if len(batch)+len(keys) > 0 {
 			bound := RetryBound
 			if closing {
 				bound = flushBound
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
-			cmds := make(rueidis.Commands, 0, len(batch))
+			cmds := make(rueidis.Commands, 0, len(batch)+len(keys))
 			for key, fields := range batch {
 				cmds = append(cmds, c.rdb.B().Hdel().Key(key).Field(fields...).Build())
+			}
+			for _, key := range keys { // one command per key: a cluster routes each by its slot
+				cmds = append(cmds, c.rdb.B().Del().Key(key).Build())
 			}
 			c.rdb.DoMulti(ctx, cmds...)
 			cancel()

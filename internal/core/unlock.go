@@ -1,13 +1,29 @@
 package core
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrResentGone is a release's answer when it was sent again after a network error and found the
+// owner's hold gone: the first send released it, or the hold had lapsed before. ReleaseHold decides
+// by what this client knows: a hold it counts as held was released; one it knows lost, or has no
+// record of, was not held (ErrNotHeld).
+var ErrResentGone = errors.New("redisync: a release sent again found the hold gone")
+
+// Releaser runs an object's release in Redis.
+type Releaser interface {
+	// Field returns owner's field in the object.
+	Field(owner int64) string
+	// Release releases one hold of owner (whose field is field) and returns how many holds the
+	// owner keeps, or an error wrapping ErrNotHeld.
+	Release(ctx context.Context, owner int64, field string) (remaining int64, err error)
+}
 
 // Unlock is the Unlock of every owned hold: it finds ctx's owner, and releases the acquisition ctx
-// carries of its hold on key through ReleaseHold with release, which runs the release in Redis for that owner (and its field,
-// field(owner)) and returns how many holds the owner keeps. A ctx without an owner holds nothing. It
+// carries of its hold on key through ReleaseHold with r. A ctx without an owner holds nothing. It
 // releases even when ctx has been cancelled.
-func (c *Client) Unlock(ctx context.Context, kind, name, key string, field func(owner int64) string,
-	release func(ctx context.Context, owner int64, field string) (int64, error)) error {
+func (c *Client) Unlock(ctx context.Context, kind, name, key string, r Releaser) error {
 	if ctx == nil {
 		return Invalid(kind, name, "nil context")
 	}
@@ -15,9 +31,7 @@ func (c *Client) Unlock(ctx context.Context, kind, name, key string, field func(
 	if !ok {
 		return Errorf(kind, name, ErrNotHeld)
 	}
-	f := field(owner)
-	// ctx is usually a hold's ctx, which can end: detached at once, without asking for its Done channel.
-	err := c.ReleaseHold(ctx, key, f, func() (int64, error) { return release(context.WithoutCancel(ctx), owner, f) })
+	err := c.ReleaseHold(ctx, kind, key, owner, r)
 	if err != nil {
 		return Errorf(kind, name, err)
 	}

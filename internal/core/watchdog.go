@@ -42,7 +42,7 @@ const maxBatch = 500
 // entry is one hold registered with the watchdog.
 type entry struct {
 	spec RenewSpec
-	lost func(error)
+	lost loser
 	slot uint16
 
 	// guarded by Watchdog.mu
@@ -75,7 +75,16 @@ func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rue
 	return w
 }
 
-func (w *Watchdog) add(spec RenewSpec, lost func(error)) *entry {
+// loser is told that its hold is gone (a *hold: an interface, where the method value h.lost would
+// cost an allocation per registration).
+type loser interface{ lost(error) }
+
+// lostFunc is a func as a loser.
+type lostFunc func(error)
+
+func (f lostFunc) lost(err error) { f(err) }
+
+func (w *Watchdog) add(spec RenewSpec, lost loser) *entry {
 	e := &entry{spec: spec, lost: lost}
 	if w.cluster && len(spec.Keys) > 0 {
 		e.slot = Slot(spec.Keys[0])
@@ -205,7 +214,7 @@ func (w *Watchdog) expire() {
 	}
 	w.mu.Unlock()
 	for _, e := range lost {
-		e.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", ErrLost))
+		e.lost.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", ErrLost))
 	}
 }
 
@@ -290,7 +299,7 @@ func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 	}
 	w.mu.Unlock()
 	for _, e := range lost {
-		e.lost(fmt.Errorf("%w: renewal found it gone", ErrLost))
+		e.lost.lost(fmt.Errorf("%w: renewal found it gone", ErrLost))
 	}
 	if err != nil && w.failed != nil && !errors.Is(ctx.Err(), context.Canceled) { // not closing
 		w.failed(batch, err)

@@ -29,15 +29,15 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("extend.lua", "rlock_renew.lua")
-		other := w.add(RenewSpec{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, func(error) {})
+		other := w.add(RenewSpec{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, lostFunc(func(error) {}))
 		w.confirm(other, time.Now())
 
 		lost := make(chan time.Time, 1)
 		var cause error
-		e := w.add(RenewSpec{Script: script, Keys: []string{"late"}, Args: []string{"o"}}, func(err error) {
+		e := w.add(RenewSpec{Script: script, Keys: []string{"late"}, Args: []string{"o"}}, lostFunc(func(err error) {
 			cause = err
 			lost <- time.Now()
-		})
+		}))
 		// The hold's acquisition was sent just before the round began, and confirmed just after.
 		roundAt := <-entered
 		start := roundAt.Add(-20 * time.Millisecond)

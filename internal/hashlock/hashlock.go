@@ -7,12 +7,12 @@ package hashlock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
 )
 
 // Options are the options every hash lock has.
@@ -74,13 +74,9 @@ func New(c *core.Client, kind, name string, o Options, p Protocol) (Lock, error)
 	if o.Lease > 0 && o.Lease < time.Millisecond {
 		return Lock{}, core.Invalid(kind, name, "lease %v is below Redis's millisecond resolution", o.Lease)
 	}
-	lease := o.Lease
-	if lease == 0 {
-		lease = c.Config().WatchdogTimeout
-	}
 	return Lock{
 		C: c, Kind: kind, Name: name, Lease: o.Lease, Fenced: o.Fenced, P: p,
-		LeaseMs:    strconv.FormatInt(lease.Milliseconds(), 10),
+		LeaseMs:    c.LeaseMs(o.Lease),
 		ReentryArg: Flag(!o.NonReentrant),
 		FenceArg:   Flag(o.Fenced),
 	}, nil
@@ -115,7 +111,8 @@ func (l *Lock) Acquire(ctx context.Context, wait time.Duration) (context.Context
 	field := l.P.Field(owner)
 	parent, a := l.P.Begin(ctx, owner, field, wait)
 	spec := core.HoldSpec{
-		Kind: l.Kind, Name: l.Name, Key: l.Name, Field: field, Lease: l.Lease, Shared: l.Shared, Renew: a.Renew(),
+		Kind: l.Kind, Name: l.Name, Key: l.Name, Field: field, Owner: owner, Lease: l.Lease, Shared: l.Shared,
+		Renew: a.Renew(),
 	}
 	held, err := l.C.AcquireHold(parent, spec, wait, a.Wait())
 	held = a.End(ctx, held, err)
@@ -130,7 +127,7 @@ func (l *Lock) Acquire(ctx context.Context, wait time.Duration) (context.Context
 
 // Unlock releases the hold that ctx carries.
 func (l *Lock) Unlock(ctx context.Context) error {
-	return l.C.Unlock(ctx, l.Kind, l.Name, l.Name, l.P.Field, l.P.Release)
+	return l.C.Unlock(ctx, l.Kind, l.Name, l.Name, l.P)
 }
 
 // ForceUnlock frees the lock whoever holds it; when it was held, this Client's holders lose it at once.
@@ -209,14 +206,28 @@ func (g *Grant) Claim(payload string) bool {
 // Token returns the fencing token of the acquisition.
 func (g *Grant) Token() int64 { return g.Tok }
 
-// ReadRelease reads a release script's reply: the holds the owner keeps, or -1 when it held nothing
-// (core.ErrNotHeld).
+// Release runs a release script whose last ARGV is its re-sent flag ("0") and reads its reply. The
+// script writes the request's latch only when the owner keeps holds (rlock_release.lua): the latch
+// is deleted once answered, as Redisson deletes its own, so that a release leaves nothing behind.
+func Release(ctx context.Context, c *core.Client, s *lua.Script, keys, args []string, latch string) (int64, error) {
+	n, err := ReadRelease(c.RunRelease(ctx, s, keys, args, len(args)-1))
+	if err == nil && n > 0 {
+		c.DeleteKeyLater(latch)
+	}
+	return n, err
+}
+
+// ReadRelease reads a release script's reply: the holds the owner keeps, -1 when it held nothing
+// (core.ErrNotHeld), or -2 when a re-sent release found nothing held (core.ErrResentGone).
 func ReadRelease(reply rueidis.RedisResult) (int64, error) {
 	n, err := reply.AsInt64()
 	if err != nil {
 		return 0, err
 	}
-	if n < 0 {
+	switch {
+	case n == -2:
+		return 0, core.ErrResentGone
+	case n < 0:
 		return 0, core.ErrNotHeld
 	}
 	return n, nil

@@ -1,0 +1,131 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/testkit"
+)
+
+// Released locks leave nothing in Redis: a last release writes no unlock latch, and the latch of a
+// release that leaves holds is deleted once answered.
+func TestReleaseLeavesNothing(t *testing.T) {
+	tg := testkit.Own(t)
+	c := tg.Client(t)
+	ctx := context.Background()
+	sets := tg.Calls(t, "set")
+	const n = 40
+	for i := range n {
+		l, err := New(c, "leave:"+strconv.Itoa(i%4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := l.Lock(outer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(inner); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(outer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tg.Calls(t, "set") - sets; got != n {
+		t.Errorf("%d latches written for %d releases that left a hold (and %d that left none), want %d", got, n, n, n)
+	}
+	// Well within the latch's TTL (10 s): only the deletes can empty the server this soon.
+	testkit.Eventually(t, 5*time.Second, func() error {
+		size, err := tg.Servers[0].Do("DBSIZE")
+		if err != nil || strings.TrimSpace(size) != "0" {
+			keys, _ := tg.Servers[0].Do("KEYS", "*")
+			return fmt.Errorf("%s keys left (%v): %s", size, err, keys)
+		}
+		return nil
+	})
+}
+
+// A release sent again after a network error (the script run twice with the same request) releases
+// once: from two holds, one is left; from one, the lock is free and another owner's hold that
+// followed is kept.
+func TestReleaseResent(t *testing.T) {
+	tg := testkit.Own(t)
+	c := tg.Client(t)
+	rdb := tg.Redis(t)
+	ctx := context.Background()
+	l, err := New(c, "resent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &l.p
+	outer, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Lock(outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := core.OwnerID(inner)
+	field := p.Field(owner)
+	release := func(latch, resent string) int64 {
+		t.Helper()
+		keys := append(p.keys[:], latch)
+		args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.c.NumSub(), resent}
+		n, err := p.c.Run(ctx, releaseScript, keys, args).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	count := func() string { return testkit.DoString(t, rdb, "HGET", "resent", field) }
+
+	latch := p.c.RequestKey(p.latch)
+	if got := release(latch, "0"); got != 1 {
+		t.Fatalf("first send of the inner release: %d, want 1", got)
+	}
+	if got := release(latch, "1"); got != 1 || count() != "1" {
+		t.Fatalf("re-sent inner release: %d with count %s, want 1 with count 1", got, count())
+	}
+	latch = p.c.RequestKey(p.latch)
+	if got := release(latch, "0"); got != 0 {
+		t.Fatalf("first send of the last release: %d, want 0", got)
+	}
+	if n := testkit.DoString(t, rdb, "EXISTS", latch); n != "0" {
+		t.Errorf("the last release wrote its latch: %s", n)
+	}
+	// Another owner takes the lock before the re-sent request arrives: it keeps it.
+	other, err := New(c, "resent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := other.TryLock(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := release(latch, "1"); got != -2 {
+		t.Fatalf("re-sent last release: %d, want -2 (gone, perhaps by the first send)", got)
+	}
+	if ok, err := other.IsHeld(held); !ok || err != nil {
+		t.Fatalf("the re-sent release took another owner's hold: held %v, %v", ok, err)
+	}
+	if got := release(p.c.RequestKey(p.latch), "0"); got != -1 {
+		t.Errorf("a new release of a hold gone: %d, want -1", got)
+	}
+	if err := other.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	// The client's own records of the two holds: gone in Redis, so Unlock reports it.
+	if err := l.Unlock(inner); err == nil {
+		t.Error("Unlock of a hold released behind the client's back succeeded")
+	}
+}
