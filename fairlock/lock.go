@@ -239,7 +239,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
 }
 
-func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
+func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField], 0) }
 
 // Tag names the acquisition (fairlock_wake.lua), and makes the tries from now on leave a record
 // under that name.
@@ -273,12 +273,12 @@ func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.h.Token(ctx) 
 // It releases even when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
-func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, error) {
+func (p *protocol) Release(ctx context.Context, _ int64, field string, held int) (int64, error) {
 	var keys [nKeys]string
 	copy(keys[:], p.keys[:])
 	keys[keyLatch] = p.c.RequestKey(p.latch)
-	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub(), "0"}
-	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch])
+	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub(), hashlock.Held(held), "0"}
+	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch], held)
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of the queue. It

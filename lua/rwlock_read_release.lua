@@ -1,14 +1,14 @@
 -- Release one read hold.
 -- KEYS as rwlock_leases.lua says, which comes first.
--- ARGV[1] owner field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] '1' when this request
--- was sent before (a network error hid the answer)
+-- ARGV[1] owner field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] the read holds the
+-- client counts ('0': unknown), ARGV[5] '1' when this request was sent before (a network error hid
+-- the answer)
 -- Returns the read holds the owner keeps, -1 when it held none, or -2 when a re-sent request finds
 -- none. When the last live read hold
 -- goes, the lock is deleted and the channel gets '0' (wake one), or '1' (wake all) when writers
 -- announced themselves, so that the readers they keep out do not swallow the wake-up. A re-sent
--- request answers as the first did, as rlock_release.lua explains: only a release that leaves read
--- holds writes the latch.
-local resent = ARGV[4] == '1'
+-- request never releases twice, as rlock_release.lua explains.
+local resent, held = ARGV[5] == '1', tonumber(ARGV[4])
 if resent then
   local done = redis.call('get', KEYS[6])
   if done then return tonumber(done) end
@@ -19,6 +19,10 @@ if mode == false or count == nil or count <= 0 then
   if resent then return -2 end
   return -1
 end
+if resent and count == held - 1 then
+  return count -- the first send released it
+end
+local before = count
 count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 redis.call('del', KEYS[3] .. ':' .. (count + 1))
 if count == 0 then
@@ -39,7 +43,7 @@ if mode == 'read' then
   end
 end
 -- In write mode the reader is the writer itself (downgrade), and the write lease governs the lock.
-if count > 0 then
+if count > 0 and before ~= held then
   redis.call('set', KEYS[6], count, 'px', ARGV[3])
 end
 return count

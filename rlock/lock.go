@@ -259,7 +259,7 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
 }
 
-func (a *attempt) Undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField]) }
+func (a *attempt) Undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField], 0) }
 
 // forget removes the record of a waiter that gave up, so that no release wakes its client for it, and
 // gives back the lock if a release handed it to that waiter meanwhile.
@@ -288,12 +288,12 @@ func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.h.Token(ctx) 
 // holds taken inside it are still open. It releases even when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
-func (p *protocol) Release(ctx context.Context, _ int64, field string) (int64, error) {
+func (p *protocol) Release(ctx context.Context, _ int64, field string, held int) (int64, error) {
 	keys := [nKeys]string{}
 	copy(keys[:], p.keys[:])
 	keys[keyLatch] = p.c.RequestKey(p.latch)
-	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.c.NumSub(), "0"}
-	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch])
+	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.c.NumSub(), hashlock.Held(held), "0"}
+	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch], held)
 }
 
 // ForceUnlock frees the lock whoever holds it, and wakes a waiter. It reports whether the lock was

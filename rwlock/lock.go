@@ -188,7 +188,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	return false, core.RetryIn(res[1]), nil
 }
 
-func (a *attempt) undo(ctx context.Context) { a.s.Release(ctx, a.owner, a.args[argField]) }
+func (a *attempt) undo(ctx context.Context) { a.s.Release(ctx, a.owner, a.args[argField], 0) }
 
 // writeHeld keys, in a write hold's ctx, what the read side needs for a downgrade.
 type writeHeld struct {
@@ -234,14 +234,14 @@ func (s *side) downgradeParent(ctx context.Context) (context.Context, func(held 
 // waiter, also when the owner keeps reading (downgrade), so that other readers join it at once.
 func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
-func (s *side) Release(ctx context.Context, owner int64, field string) (int64, error) {
+func (s *side) Release(ctx context.Context, owner int64, field string, held int) (int64, error) {
 	keys := s.keys(owner)
 	keys[keyLatch] = s.c.RequestKey(s.latch)
-	script, args := readReleaseScript, []string{field, s.c.Publish(), latchTTL, "0"}
+	script, args := readReleaseScript, []string{field, s.c.Publish(), latchTTL, hashlock.Held(held), "0"}
 	if s.writer {
-		script, args = writeReleaseScript, []string{field, s.c.Publish(), latchTTL, s.leaseMs, "0"}
+		script, args = writeReleaseScript, []string{field, s.c.Publish(), latchTTL, s.leaseMs, hashlock.Held(held), "0"}
 	}
-	return hashlock.Release(ctx, s.c, script, keys[:], args, keys[keyLatch])
+	return hashlock.Release(ctx, s.c, script, keys[:], args, keys[keyLatch], held)
 }
 
 // ForceUnlock frees the lock whoever holds it, if it is held in this side's mode (a read lock's

@@ -311,7 +311,8 @@ func (c *Client) ReleaseHold(ctx context.Context, kind, key string, owner int64,
 		field = r.Field(owner)
 	}
 	// ctx is usually a hold's ctx, which can end: detached at once, without asking for its Done channel.
-	send := func() (int64, error) { return r.Release(context.WithoutCancel(ctx), owner, field) }
+	held := 0 // what the release can count on finding (see Releaser)
+	send := func() (int64, error) { return r.Release(context.WithoutCancel(ctx), owner, field, held) }
 	id := holdID{key, field}
 	a := acqIn(ctx, c, id)
 	c.mu.Lock()
@@ -347,6 +348,12 @@ func (c *Client) ReleaseHold(ctx context.Context, kind, key string, owner int64,
 	}
 	a.releasing = true
 	h.releasing++
+	if !h.shared {
+		// Exclusive: releases go one at a time, innermost first, and no acquisition is sent
+		// meanwhile, so Redis holds what the stack counts (unless acquisitions were abandoned, or
+		// a reply was lost: the script sees that the count differs).
+		held = len(h.stack)
+	}
 	var stopped *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
 		stopped, h.entry = h.entry, nil

@@ -19,7 +19,7 @@ type blockingRelease struct {
 
 func (blockingRelease) Field(int64) string { return "f" }
 
-func (r blockingRelease) Release(context.Context, int64, string) (int64, error) {
+func (r blockingRelease) Release(context.Context, int64, string, int) (int64, error) {
 	r.entered <- struct{}{}
 	<-r.proceed
 	return 0, nil
@@ -67,7 +67,7 @@ type resentGone struct{}
 
 func (resentGone) Field(int64) string { return "f" }
 
-func (resentGone) Release(context.Context, int64, string) (int64, error) {
+func (resentGone) Release(context.Context, int64, string, int) (int64, error) {
 	return 0, core.ErrResentGone
 }
 

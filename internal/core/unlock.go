@@ -16,8 +16,9 @@ type Releaser interface {
 	// Field returns owner's field in the object.
 	Field(owner int64) string
 	// Release releases one hold of owner (whose field is field) and returns how many holds the
-	// owner keeps, or an error wrapping ErrNotHeld.
-	Release(ctx context.Context, owner int64, field string) (remaining int64, err error)
+	// owner keeps, or an error wrapping ErrNotHeld. held is how many holds this client counts for
+	// the owner, when it is sure no other release of them is under way (0: unknown).
+	Release(ctx context.Context, owner int64, field string, held int) (remaining int64, err error)
 }
 
 // Unlock is the Unlock of every owned hold: it finds ctx's owner, and releases the acquisition ctx

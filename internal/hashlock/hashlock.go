@@ -7,6 +7,7 @@ package hashlock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -46,7 +47,7 @@ type Protocol interface {
 	Begin(ctx context.Context, owner int64, field string, wait time.Duration) (context.Context, Acquisition)
 	// Release releases one hold of owner: the holds the owner keeps, or an error wrapping
 	// core.ErrNotHeld.
-	Release(ctx context.Context, owner int64, field string) (remaining int64, err error)
+	Release(ctx context.Context, owner int64, field string, held int) (remaining int64, err error)
 	// ForceRelease frees the lock whoever holds it, and reports whether it was held.
 	ForceRelease(ctx context.Context) (held bool, err error)
 }
@@ -207,15 +208,19 @@ func (g *Grant) Claim(payload string) bool {
 func (g *Grant) Token() int64 { return g.Tok }
 
 // Release runs a release script whose last ARGV is its re-sent flag ("0") and reads its reply. The
-// script writes the request's latch only when the owner keeps holds (rlock_release.lua): the latch
-// is deleted once answered, as Redisson deletes its own, so that a release leaves nothing behind.
-func Release(ctx context.Context, c *core.Client, s *lua.Script, keys, args []string, latch string) (int64, error) {
+// script writes the request's latch only when the owner keeps holds and had not the held that the
+// client counts (rlock_release.lua): the latch is deleted once answered, as Redisson deletes its
+// own, so that a release leaves nothing behind.
+func Release(ctx context.Context, c *core.Client, s *lua.Script, keys, args []string, latch string, held int) (int64, error) {
 	n, err := ReadRelease(c.RunRelease(ctx, s, keys, args, len(args)-1))
-	if err == nil && n > 0 {
+	if err == nil && n > 0 && n+1 != int64(held) {
 		c.DeleteKeyLater(latch)
 	}
 	return n, err
 }
+
+// Held is a Releaser's held as a script takes it.
+func Held(held int) string { return strconv.Itoa(held) }
 
 // ReadRelease reads a release script's reply: the holds the owner keeps, -1 when it held nothing
 // (core.ErrNotHeld), or -2 when a re-sent release found nothing held (core.ErrResentGone).
