@@ -233,8 +233,12 @@ func TestReplicaAckPreventsTwoOwners(t *testing.T) {
 		if err := l2.Unlock(held2); err != nil {
 			t.Fatal(err)
 		}
-		if err := l1.Unlock(held1); !errors.Is(err, redisync.ErrNotHeld) {
-			t.Fatalf("first owner's unlock after the failover: %v, want ErrNotHeld", err)
+		// Its release finds nothing (the new master never had its lock): ErrNotHeld. When the first send
+		// of that release went to the dead master's connection and was sent again, the client cannot
+		// tell "my first send released it" from "it was gone" and, since it still counted the hold,
+		// reports it released: nil.
+		if err := l1.Unlock(held1); err != nil && !errors.Is(err, redisync.ErrNotHeld) {
+			t.Fatalf("first owner's unlock after the failover: %v, want ErrNotHeld or nil", err)
 		}
 	})
 
