@@ -36,9 +36,10 @@ local function pass_over(now, back, numsub)
       if numsub == '' then
         return head, dropped
       end
-      local tried = tonumber(string.match(redis.call('hget', records, head) or '', '^(%d+) '))
-      if not tried or tried / 1000 + 2000 > now
-          or tonumber(redis.call('pubsub', numsub, KEYS[5] .. ':' .. head)[2]) > 0 then
+      local tried = tonumber((string.match(redis.call('hget', records, head) or '', '^(%d+) ')))
+      -- A count that cannot be read (an embedded server's reply) keeps the waiter.
+      local listeners = redis.call('pubsub', numsub, KEYS[5] .. ':' .. head)[2]
+      if not tried or tried / 1000 + 2000 > now or not listeners or tonumber(listeners) > 0 then
         return head, dropped
       end
     end

@@ -7,7 +7,7 @@ redis.call('zrem', KEYS[3], ARGV[1])
 if redis.call('hdel', KEYS[6], ARGV[1]) == 0 or redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
-local want = tonumber(string.match(ARGV[1], ':([^:]*)$'))
+local want = tonumber((string.match(ARGV[1], ':([^:]*)$')))
 local n = redis.call('incrby', KEYS[1], want)
 wake(KEYS[1], n, KEYS[3], KEYS[4], KEYS[6], KEYS[2], KEYS[5], ARGV[2], ARGV[3])
 return 1
