@@ -12,7 +12,7 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// TestFairLockQueriesReturnOnDeadServer (issue item 5): every query returns an error within
+// TestFairLockQueriesReturnOnDeadServer: every query returns an error within
 // core.RetryBound on a dead or stalled server, with a ctx that has no deadline.
 func TestFairLockQueriesReturnOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
@@ -56,7 +56,7 @@ func TestFairLockQueriesReturnOnDeadServer(t *testing.T) {
 	}
 }
 
-// TestParkedFairLockReturnsAtDeadline (issue item 6): a parked waiter returns at its deadline, a
+// TestParkedFairLockReturnsAtDeadline: a parked waiter returns at its deadline, a
 // ctx's or its wait bound's, while the server does not answer, and leaves the queue once it answers.
 func TestParkedFairLockReturnsAtDeadline(t *testing.T) {
 	const deadline = 2 * time.Second

@@ -12,7 +12,7 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// TestLockReturnsWhenServerDiesWhileSubscribing (issue item 4): a waiter whose channels cannot be
+// TestLockReturnsWhenServerDiesWhileSubscribing: a waiter whose channels cannot be
 // subscribed still tries at its recheck interval, and so learns that the server has died.
 func TestLockReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	const recheck = time.Second
@@ -53,7 +53,7 @@ func TestLockReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	}
 }
 
-// TestLockQueriesReturnOnDeadServer (issue item 5): every query returns an error within
+// TestLockQueriesReturnOnDeadServer: every query returns an error within
 // core.RetryBound on a dead or stalled server, with a ctx that has no deadline.
 func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
@@ -95,7 +95,7 @@ func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 	}
 }
 
-// TestParkedLockReturnsAtDeadline (issue item 6): a parked waiter returns at its deadline, a ctx's or
+// TestParkedLockReturnsAtDeadline: a parked waiter returns at its deadline, a ctx's or
 // its wait bound's, while the server does not answer, and gives back whatever it was still asking for.
 func TestParkedLockReturnsAtDeadline(t *testing.T) {
 	const deadline = 2 * time.Second

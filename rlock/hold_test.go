@@ -27,7 +27,7 @@ func pttl(t *testing.T, tg *testkit.Target, key string) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// Issue item: a re-entry with a shorter lease must not cut short what the outer hold was promised,
+// a re-entry with a shorter lease must not cut short what the outer hold was promised,
 // and the inner hold's ctx ends with its own lease.
 func TestReentryWithShorterLeaseKeepsOuterLease(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {

@@ -11,7 +11,7 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// TestRWLockQueriesReturnOnDeadServer (issue item 5): every query of both sides returns an error
+// TestRWLockQueriesReturnOnDeadServer: every query of both sides returns an error
 // within core.RetryBound on a dead or stalled server, with a ctx that has no deadline.
 func TestRWLockQueriesReturnOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {

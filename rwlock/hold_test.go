@@ -73,7 +73,7 @@ func TestWriteHolderFansOut(t *testing.T) {
 	})
 }
 
-// Issue item: the read lock counts as locked while the writer also holds it (Redisson's isLocked).
+// the read lock counts as locked while the writer also holds it (Redisson's isLocked).
 func TestReadLockIsLockedWhileWriterReads(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rw := mustNew(t, tg.Client(t), "writer-reads")

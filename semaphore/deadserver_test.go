@@ -12,7 +12,7 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// TestAcquireReturnsWhenServerDiesWhileSubscribing (issue item 4): a waiter whose channels cannot be
+// TestAcquireReturnsWhenServerDiesWhileSubscribing: a waiter whose channels cannot be
 // subscribed still tries at its recheck interval, and so learns that the server has died.
 func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	const recheck = time.Second
@@ -41,7 +41,7 @@ func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	}
 }
 
-// TestAvailableReturnsOnDeadServer (issue item 5): Available returns an error within core.RetryBound
+// TestAvailableReturnsOnDeadServer: Available returns an error within core.RetryBound
 // on a dead or stalled server, with a ctx that has no deadline.
 func TestAvailableReturnsOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
@@ -75,7 +75,7 @@ func TestAvailableReturnsOnDeadServer(t *testing.T) {
 	}
 }
 
-// TestParkedAcquireReturnsAtDeadline (issue item 6): a parked waiter returns at its deadline, a ctx's
+// TestParkedAcquireReturnsAtDeadline: a parked waiter returns at its deadline, a ctx's
 // or its wait bound's, while the server does not answer, and its record is removed once it answers.
 func TestParkedAcquireReturnsAtDeadline(t *testing.T) {
 	const deadline = 2 * time.Second
