@@ -75,7 +75,7 @@ func TestFanOutFromHeldCtxTakesTurns(t *testing.T) {
 	})
 }
 
-// (Redisson's testLeaseTimeout): holds that end with their lease, never released, pass the
+// Redisson's testLeaseTimeout: holds that end with their lease, never released, pass the
 // lock down the queue in order, each waiter trying when the lease before it ends rather than at its
 // next re-check.
 func TestLeasesEndingWithoutUnlockPassTheQueueOn(t *testing.T) {
