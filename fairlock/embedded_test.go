@@ -3,7 +3,6 @@ package fairlock_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -26,9 +25,8 @@ func TestHeadWithGrantMarkOnEmbeddedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another owner is the queue's head, its record a grant's mark ("-<token> <tag>").
-	far := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
 	m.Lpush("redisson_lock_queue:{embedded}", "ghost:1")
-	m.ZAdd("redisson_lock_timeout:{embedded}", mustFloat(t, far), "ghost:1")
+	m.ZAdd("redisson_lock_timeout:{embedded}", float64(time.Now().Add(time.Hour).UnixMilli()), "ghost:1")
 	m.HSet("redisync_fair_waiters:{embedded}", "ghost:1", "-0 departed")
 	_, err = l.TryLock(context.Background(), 50*time.Millisecond)
 	if !errors.Is(err, redisync.ErrNotAcquired) {
@@ -37,13 +35,4 @@ func TestHeadWithGrantMarkOnEmbeddedServer(t *testing.T) {
 	if err := l.Unlock(holder); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func mustFloat(t *testing.T, s string) float64 {
-	t.Helper()
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }

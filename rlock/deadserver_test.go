@@ -100,34 +100,21 @@ func TestLockQueriesReturnOnDeadServer(t *testing.T) {
 func TestParkedLockReturnsAtDeadline(t *testing.T) {
 	const deadline = 2 * time.Second
 	for _, how := range testkit.Stalls {
-		for _, bound := range []string{"ctx", "wait"} {
+		for _, bound := range testkit.Bounds {
 			t.Run(how+"/"+bound, func(t *testing.T) {
 				t.Parallel() // a server of its own, and time spent waiting out a bound
 				tg := testkit.Own(t)
 				holder := newLock(t, tg.Client(t), "parked")
 				held := mustLock(t, holder, context.Background())
 				waiter := newLock(t, tg.Client(t, slow), "parked")
-				done := make(chan error, 1)
 				start := time.Now()
-				go func() {
-					var err error
-					if bound == "ctx" {
-						ctx, cancel := context.WithTimeout(context.Background(), deadline)
-						defer cancel()
-						_, err = waiter.Lock(ctx)
-					} else {
-						_, err = waiter.TryLock(context.Background(), deadline)
-					}
-					done <- err
-				}()
+				done := testkit.Bounded(bound, deadline,
+					func(ctx context.Context) error { _, err := waiter.Lock(ctx); return err },
+					func(ctx context.Context, wait time.Duration) error { _, err := waiter.TryLock(ctx, wait); return err })
 				oneWaiter(t, tg, "parked")
 				resume := testkit.Stall(t, tg.Servers[0], how)
 				err := testkit.ReturnsWithin(t, start, deadline+2*core.Overtime, "a parked Lock", func() error { return <-done })
-				want := error(redisync.ErrNotAcquired)
-				if bound == "ctx" {
-					want = context.DeadlineExceeded
-				}
-				if !errors.Is(err, want) {
+				if want := testkit.BoundedErr(bound); !errors.Is(err, want) {
 					t.Fatalf("parked Lock: %v, want %v", err, want)
 				}
 				resume()

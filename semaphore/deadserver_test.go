@@ -80,30 +80,19 @@ func TestAvailableReturnsOnDeadServer(t *testing.T) {
 func TestParkedAcquireReturnsAtDeadline(t *testing.T) {
 	const deadline = 2 * time.Second
 	for _, how := range testkit.Stalls {
-		for _, bound := range []string{"ctx", "wait"} {
+		for _, bound := range testkit.Bounds {
 			t.Run(how+"/"+bound, func(t *testing.T) {
 				t.Parallel() // a server of its own, and time spent waiting out a bound
 				tg := testkit.Own(t)
 				sem := newSemaphore(t, tg.Client(t, slow), "parked") // never set: no permit
-				done := make(chan error, 1)
 				start := time.Now()
-				go func() {
-					if bound == "ctx" {
-						ctx, cancel := context.WithTimeout(context.Background(), deadline)
-						defer cancel()
-						done <- sem.Acquire(ctx, 1)
-					} else {
-						done <- sem.TryAcquire(context.Background(), 1, deadline)
-					}
-				}()
+				done := testkit.Bounded(bound, deadline,
+					func(ctx context.Context) error { return sem.Acquire(ctx, 1) },
+					func(ctx context.Context, wait time.Duration) error { return sem.TryAcquire(ctx, 1, wait) })
 				oneRecord(t, tg, "parked")
 				resume := testkit.Stall(t, tg.Servers[0], how)
 				err := testkit.ReturnsWithin(t, start, deadline+2*core.Overtime, "a parked Acquire", func() error { return <-done })
-				want := error(redisync.ErrNotAcquired)
-				if bound == "ctx" {
-					want = context.DeadlineExceeded
-				}
-				if !errors.Is(err, want) {
+				if want := testkit.BoundedErr(bound); !errors.Is(err, want) {
 					t.Fatalf("parked Acquire: %v, want %v", err, want)
 				}
 				resume()

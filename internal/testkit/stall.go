@@ -1,9 +1,11 @@
 package testkit
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -50,4 +52,34 @@ func Stall(t testing.TB, s *redistest.Server, how string) (resume func()) {
 	}
 	t.Cleanup(resume)
 	return resume
+}
+
+// Bounds are the two ways a wait ends at a deadline: its ctx's ("ctx"), or the wait argument of the
+// primitive's Try form ("wait").
+var Bounds = []string{"ctx", "wait"}
+
+// Bounded starts, on a goroutine of its own, an acquisition bounded by d in the way bound names (one
+// of Bounds): acquire with a ctx whose deadline is d away, or try with d as its wait bound. Its
+// error arrives on the channel; BoundedErr says which error the bound gives.
+func Bounded(bound string, d time.Duration, acquire func(context.Context) error, try func(context.Context, time.Duration) error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		if bound == "ctx" {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
+			done <- acquire(ctx)
+			return
+		}
+		done <- try(context.Background(), d)
+	}()
+	return done
+}
+
+// BoundedErr is the error of an acquisition that Bounded ended by bound: the ctx's deadline, or
+// redisync.ErrNotAcquired.
+func BoundedErr(bound string) error {
+	if bound == "ctx" {
+		return context.DeadlineExceeded
+	}
+	return redisync.ErrNotAcquired
 }
