@@ -30,14 +30,14 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 var (
-	setScript    = lua.Load("countdown_set.lua")
-	downScript   = lua.Load("countdown_down.lua")
-	deleteScript = lua.Load("countdown_delete.lua")
+	setScript    = lua.Load("once.lua", "countdown_set.lua")
+	downScript   = lua.Load("once.lua", "countdown_down.lua")
+	deleteScript = lua.Load("once.lua", "countdown_delete.lua")
 )
 
 const kind = "countdown latch"
@@ -48,6 +48,7 @@ type Latch struct {
 	c       *core.Client
 	name    string
 	channel string
+	memo    string // the prefix of the calls' memos (core/once.go)
 }
 
 // New returns the latch called name.
@@ -57,7 +58,7 @@ func New(c *redisync.Client, name string) (*Latch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Latch{c: cc, name: name, channel: channel(cc, name)}, nil
+	return &Latch{c: cc, name: name, channel: channel(cc, name), memo: cc.SideKeys(name, "redisync_once:")[0]}, nil
 }
 
 // channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}" (braces
@@ -81,10 +82,12 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n < 1 {
 		return false, core.Invalid(kind, l.name, "count %d: want at least 1", n)
 	}
-	set, err := l.c.Run(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Publish()}).AsInt64()
+	rid := l.c.RequestID()
+	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.PublishCommand(), rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
+	l.c.DeleteKeyLater(l.memo + rid)
 	return set == 1, nil
 }
 
@@ -94,9 +97,11 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	if err := l.c.Run(ctx, downScript, l.keys(), []string{l.c.Publish()}).Error(); err != nil {
+	rid := l.c.RequestID()
+	if err := l.c.Send(core.Detach(ctx), downScript, l.keys(), []string{l.c.PublishCommand(), rid}).Error(); err != nil {
 		return core.Errorf(kind, l.name, err)
 	}
+	l.c.DeleteKeyLater(l.memo + rid)
 	return nil
 }
 
@@ -127,10 +132,12 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.check(ctx); err != nil {
 		return false, err
 	}
-	n, err := l.c.Run(ctx, deleteScript, l.keys(), []string{l.c.Publish()}).AsInt64()
+	rid := l.c.RequestID()
+	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.PublishCommand(), rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
+	l.c.DeleteKeyLater(l.memo + rid)
 	return n == 1, nil
 }
 
@@ -172,27 +179,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a
 		// re-check costs one GET per waiter.
 		Policy: pubsub.WakeAll,
-		Try: func(context.Context) (bool, time.Duration, error) {
-			// A read needs no protection from cancellation: the caller's ctx and the wait bound it.
-			rctx := ctx
-			if !stop.IsZero() {
-				var cancel context.CancelFunc
-				rctx, cancel = context.WithDeadline(ctx, stop)
-				defer cancel()
-			}
-			n, err := l.count(rctx)
-			switch {
-			case err == nil:
-				return n <= 0, 0, nil
-			case ctx.Err() != nil:
-				return false, 0, context.Cause(ctx)
-			case rctx.Err() != nil || (!stop.IsZero() && errors.Is(err, context.DeadlineExceeded)):
-				// Unanswered until the wait ended: not seen open. rueidis may report the deadline a
-				// moment before rctx's own timer fires.
-				return false, 0, nil
-			}
-			return false, 0, err
-		},
+		Tries:  &check{l: l, ctx: ctx, stop: stop},
 	})
 	switch {
 	case err == nil:
@@ -203,6 +190,37 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 	return false, core.Errorf(kind, l.name, err)
 }
 
+// check is Await's try: a read of the count, which takes nothing and so gives nothing back.
+type check struct {
+	l    *Latch
+	ctx  context.Context // the caller's
+	stop time.Time       // when a check sent at the end of the wait is given up (zero: never)
+}
+
+func (c *check) Try(context.Context) (bool, time.Duration, error) {
+	// A read needs no protection from cancellation: the caller's ctx and the wait bound it.
+	ctx, rctx := c.ctx, c.ctx
+	if !c.stop.IsZero() {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(ctx, c.stop)
+		defer cancel()
+	}
+	n, err := c.l.count(rctx)
+	switch {
+	case err == nil:
+		return n <= 0, 0, nil
+	case ctx.Err() != nil:
+		return false, 0, context.Cause(ctx)
+	case rctx.Err() != nil || (!c.stop.IsZero() && errors.Is(err, context.DeadlineExceeded)):
+		// Unanswered until the wait ended: not seen open. rueidis may report the deadline a moment
+		// before rctx's own timer fires.
+		return false, 0, nil
+	}
+	return false, 0, err
+}
+
+func (c *check) Undo(context.Context, bool) {}
+
 func (l *Latch) check(ctx context.Context) error {
 	if ctx == nil {
 		return core.Invalid(kind, l.name, "nil context")
@@ -210,4 +228,4 @@ func (l *Latch) check(ctx context.Context) error {
 	return nil
 }
 
-func (l *Latch) keys() []string { return []string{l.name, l.channel} }
+func (l *Latch) keys() []string { return []string{l.name, l.channel, l.memo} }

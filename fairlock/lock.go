@@ -22,83 +22,48 @@ package fairlock
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/hashlock"
-	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
-var (
-	acquireScript = lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua")
-	releaseScript = lua.LoadRetryable("extend.lua", "fairlock_wake.lua", "fairlock_release.lua")
-	leaveScript   = lua.LoadRetryable("fairlock_wake.lua", "fairlock_leave.lua")
-	forceScript   = lua.Load("fairlock_wake.lua", "fairlock_force_release.lua")
-	// The hold itself is an ordinary Redisson lock hash, renewed as package rlock renews it.
-	renewScript = lua.Load("extend.lua", "rlock_renew.lua")
-)
-
-// latchTTL is how long a release that leaves holds remembers its answer, so that a release re-sent
-// after a network error does not release twice; the latch is deleted once the answer is in.
-const latchTTL = "10000"
-
-const kind = "fair lock"
-
-// Every script takes a prefix of these KEYS (fairlock_wake.lua).
-const (
-	keyLock = iota
-	keyQueue
-	keyDeadlines
-	keyCounter
-	keyChannel // the prefix of every waiter's channel: "<channel>:<owner>"
-	keyRecords
-	keyLatch
-	nKeys
-)
-
-// The acquire script's ARGV (fairlock_acquire.lua).
-const (
-	argLease = iota
-	argField
-	argSlot
-	argReentrant
-	argFenced
-	argQueue   // "1" to take a place in the queue when not acquired
-	argPublish // the publish command
-	argTag     // the acquisition's tag once it listens for a hand-over
-	argNumSub  // the numsub command, "" for no hand-over
-	nArgs
-)
+// spec is the fair lock in Redis: its keys, its scripts, and how its waiters wait.
+var spec = &core.Spec{
+	Kind: "fair lock",
+	Keys: map[string]string{
+		"queue":     "redisson_lock_queue",    // the waiting owners, FIFO
+		"deadlines": "redisson_lock_timeout",  // by when each waiter must come back
+		"counter":   "redisson_lock_token",    // fencing tokens, shared with rlock
+		"channel":   "redisson_lock__channel", // ':' and an owner follow: each waiter's channel
+		"records":   "redisync_fair_waiters",  // waiter records, for hand-overs (fairlock_wake.lua)
+	},
+	Scripts: map[string]*lua.Script{
+		"acquire": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua"),
+		"release": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_release.lua"),
+		"renew":   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
+		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
+		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
+	},
+	Channel:  "channel",
+	PerOwner: true,
+	HandOver: true,
+	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
+	Policy: pubsub.WakeAll,
+}
 
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
-type Lock struct {
-	h hashlock.Lock
-	p *protocol
-}
-
-// protocol is what this lock does in Redis (hashlock.Protocol).
-type protocol struct {
-	c        *core.Client
-	keys     [nKeys - 1]string // every key but the latch, which is per request
-	latch    string            // the latch key without the request id
-	handOver bool              // a release may hand the lock to a waiter of ours
-	leaseMs  string
-	slotMs   string
-	reentry  string
-	fenced   string
-}
+type Lock struct{ l *core.Lock }
 
 // Option configures a Lock.
 type Option func(*options)
 
 type options struct {
-	hashlock.Options
+	core.LockOptions
 	slot time.Duration
 }
 
@@ -142,34 +107,22 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &protocol{c: core.Of(c)}
-	h, err := hashlock.New(p.c, kind, name, o.Options, p)
-	if err != nil {
-		return nil, err
-	}
 	if o.slot < 0 || (o.slot > 0 && o.slot < 30*time.Millisecond) {
-		return nil, core.Invalid(kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
+		return nil, core.Invalid(spec.Kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
 	}
 	if o.slot == 0 {
 		o.slot = DefaultSlot
 	}
-	side := p.c.SideKeys(h.Name, "redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token",
-		"redisson_lock__channel", "redisync_fair_waiters", "redisson_unlock_latch")
-	p.keys = [...]string{h.Name, side[0], side[1], side[2], side[3], side[4]}
-	p.latch = side[5]
-	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
-	// must wait for the replicas needs a try of its own (see Wait): there a release only wakes.
-	p.handOver = p.c.NumSub() != ""
-	p.leaseMs = h.LeaseMs
-	p.slotMs = strconv.FormatInt(o.slot.Milliseconds(), 10)
-	p.reentry, p.fenced = h.ReentryArg, h.FenceArg
-	return &Lock{h: h, p: p}, nil
+	o.Values = map[string]string{"slot": strconv.FormatInt(o.slot.Milliseconds(), 10)}
+	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{l}, nil
 }
 
-func (p *protocol) Field(owner int64) string { return p.c.Owner(owner) }
-
 // Name returns the lock's name, which is also its key in Redis.
-func (l *Lock) Name() string { return l.h.Name }
+func (l *Lock) Name() string { return l.l.Name() }
 
 // Lock waits in line until it acquires the lock, ctx ends, or the Client is closed. It returns a ctx
 // that carries the owner and ends when the lock stops being held; pass it to Unlock, and to the work
@@ -178,139 +131,52 @@ func (l *Lock) Name() string { return l.h.Name }
 // When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
 // Redis does not answer that within core.Overtime, a quarter second). When the Client is closed,
 // nothing more is sent: the place is passed over as a dead process's is (see WithSlot).
-func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.h.Lock(ctx) }
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.Lock(ctx) }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, and leaves the queue,
 // when the lock is not acquired within wait. With wait 0 it tries once and never joins the queue: it
 // acquires only if the lock is free and nobody waits for it. ctx may end the wait earlier; its
 // deadline is never the lock's lease.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
-	return l.h.TryLock(ctx, wait)
-}
-
-func (p *protocol) Begin(ctx context.Context, _ int64, field string, wait time.Duration) (context.Context, hashlock.Acquisition) {
-	a := &attempt{p: p, waits: wait != 0}
-	a.args = [nArgs]string{argLease: p.leaseMs, argField: field, argSlot: p.slotMs, argReentrant: p.reentry,
-		argFenced: p.fenced, argQueue: hashlock.Flag(wait != 0), argPublish: p.c.Publish(), argNumSub: p.c.NumSub()}
-	return ctx, a
-}
-
-// attempt is what the tries of one acquisition share, in one allocation.
-type attempt struct {
-	hashlock.Grant
-	p     *protocol
-	args  [nArgs]string
-	waits bool
-	tried atomic.Bool // a try was sent (it may run apart: see core.Acquire)
-}
-
-func (a *attempt) Wait() core.Wait {
-	w := core.Wait{
-		Channel: a.p.keys[keyChannel] + ":" + a.args[argField],
-		Weight:  1,
-		// The channel is this owner's alone, and one acquisition of the owner waits at a time.
-		Policy: pubsub.WakeAll,
-		Try:    a.try,
-		Undo:   a.undo,
-	}
-	if a.p.handOver && !a.p.c.AcksReplicas(context.Background(), a.p.keys[keyLock]) {
-		w.Grants = a
-	}
-	return w
-}
-
-func (a *attempt) Renew() core.RenewSpec {
-	return core.RenewSpec{Script: renewScript, Keys: a.p.keys[:keyLock+1], Args: a.args[argField : argField+1]}
-}
-
-// End takes a waiter that gave up out of the queue (and gives back a grant it did not take).
-func (a *attempt) End(ctx, held context.Context, err error) context.Context {
-	if err != nil && a.waits && a.tried.Load() && !errors.Is(err, core.ErrClosed) && !errors.Is(err, core.ErrAlreadyHeld) {
-		field, tag := a.args[argField], a.args[argTag]
-		a.p.c.Leave(func() { a.p.leave(ctx, field, tag, true) })
-	}
-	return held
-}
-
-func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
-	a.tried.Store(true)
-	t, err := core.ReadLockTry(a.p.c.RunAcquire(ctx, acquireScript, a.p.keys[:keyRecords+1], a.args[:]))
-	a.Tried(t)
-	return t.Acquired, t.RetryIn, err // Acquire gives back an acquisition that was not replicated
-}
-
-func (a *attempt) undo(ctx context.Context) { a.p.Release(ctx, 0, a.args[argField], 0) }
-
-// Tag names the acquisition (fairlock_wake.lua), and makes the tries from now on leave a record
-// under that name.
-func (a *attempt) Tag() string {
-	if a.args[argTag] == "" {
-		a.args[argTag] = a.p.c.RequestID()
-	}
-	return a.args[argTag]
-}
-
-// Stray gives back a lock that a release handed to an acquisition of this owner that is no longer
-// there.
-func (a *attempt) Stray(tag, _ string) { a.p.leave(context.Background(), a.args[argField], tag, false) }
-
-// leave gives back a grant made to the acquisition tagged tag that it did not take, and, when queued,
-// takes field out of the queue after a wait that did not acquire.
-func (p *protocol) leave(ctx context.Context, field, tag string, queued bool) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
-	defer cancel()
-	args := []string{field, p.slotMs, p.c.Publish(), tag, hashlock.Flag(queued), p.c.NumSub()}
-	p.c.Run(ctx, leaveScript, p.keys[:keyRecords+1], args)
+	return l.l.TryLock(ctx, wait)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
-func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.h.Token(ctx) }
+func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.l.Token(ctx) }
 
 // Unlock releases the hold that ctx carries: the lock is free when every Lock has been matched by an
 // Unlock, and then the waiter at the head of the queue is woken. It returns an error matching
 // redisync.ErrNotHeld, and changes nothing, when ctx carries no hold of the lock (never did, released
 // it, or its lease ended), and redisync.ErrNotInnermost when holds taken inside it are still open.
 // It releases even when ctx has been cancelled.
-func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
-
-func (p *protocol) Release(ctx context.Context, _ int64, field string, held int) (int64, error) {
-	var keys [nKeys]string
-	copy(keys[:], p.keys[:])
-	keys[keyLatch] = p.c.RequestKey(p.latch)
-	args := []string{p.leaseMs, field, p.c.Publish(), latchTTL, p.slotMs, p.c.NumSub(), hashlock.Held(held), "0"}
-	return hashlock.Release(ctx, p.c, releaseScript, keys[:], args, keys[keyLatch], held)
-}
+func (l *Lock) Unlock(ctx context.Context) error { return l.l.Unlock(ctx) }
 
 // ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of the queue. It
 // reports whether the lock was held. Holders on this Client see their ctx end with redisync.ErrLost
 // at once; holders elsewhere at their next renewal. The queue is kept.
-func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.h.ForceUnlock(ctx) }
-
-func (p *protocol) ForceRelease(ctx context.Context) (bool, error) {
-	n, err := p.c.Run(ctx, forceScript, p.keys[:keyRecords+1], []string{p.c.Publish(), p.slotMs, p.c.NumSub()}).AsInt64()
-	return n == 1, err
-}
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether any owner holds the lock.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.h.Exists(ctx) }
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.l.IsLocked(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.h.IsHeld(ctx) }
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.h.HoldCount(ctx) }
+func (l *Lock) HoldCount(ctx context.Context) (int, error) { return l.l.HoldCount(ctx) }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it is held without expiry (only a foreign writer can do that).
-func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.h.TTL(ctx) }
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(ctx) }
 
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	n, err := l.p.c.Query(ctx, l.p.c.RDB().B().Llen().Key(l.p.keys[keyQueue]).Build()).AsInt64()
+	c := l.l.Client()
+	n, err := c.Query(ctx, c.RDB().B().Llen().Key(c.Names().Prefixed("redisson_lock_queue", l.l.Name())).Build()).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(kind, l.h.Name, err)
+		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
 	}
 	return int(n), nil
 }
@@ -318,5 +184,5 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return l.h.Do(ctx, fn)
+	return l.l.Do(ctx, fn)
 }

@@ -1,11 +1,18 @@
--- Count a latch down by one (Redisson's countDown). A missing latch stays missing (count 0).
--- KEYS[1] latch, KEYS[2] channel; ARGV[1] publish command.
--- Returns the count left. Reaching 0 deletes the key and publishes '0' (open).
+--! KEYS latch channel memo
+--! ARGV publish rid
+-- Count a latch down by one (Redisson's countDown); once.lua comes first. A missing latch stays
+-- missing (count 0). Returns the count left. Reaching 0 deletes the key and publishes '0' (open).
 -- A key that is not a latch (not a whole number above 0: a latch at 0 has no key) is refused
--- unchanged with a WRONGTYPE error: counting it down could delete someone else's data.
+-- unchanged with a WRONGTYPE error: counting it down could delete someone else's data. Exactly once
+-- by its memo: a count down sent again after a lost answer answers the first send's count.
+local memo = KEYS[3] .. ARGV[2]
+local found, reply = recall(memo)
+if found then
+  return reply
+end
 local cur = redis.call('get', KEYS[1])
 if cur == false then
-  return 0
+  return remember(memo, 0)
 end
 local n = tonumber(cur)
 if n == nil or n < 1 or n ~= math.floor(n) or not string.match(cur, '^%d+$') then
@@ -13,8 +20,8 @@ if n == nil or n < 1 or n ~= math.floor(n) or not string.match(cur, '^%d+$') the
 end
 local v = redis.call('decr', KEYS[1])
 if v > 0 then
-  return v
+  return remember(memo, v)
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[1], KEYS[2], '0')
-return 0
+return remember(memo, 0)

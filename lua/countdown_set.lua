@@ -1,9 +1,16 @@
--- Set a countdown latch's count, only if it is not set (Redisson's trySetCount).
--- KEYS[1] latch, KEYS[2] channel; ARGV[1] count, ARGV[2] publish command.
--- Returns 1 when set (the channel got '1': closed), 0 when the latch already had a count.
+--! KEYS latch channel memo
+--! ARGV count publish rid
+-- Set a countdown latch's count, only if it is not set (Redisson's trySetCount); once.lua comes
+-- first. Returns 1 when set (the channel got '1': closed), 0 when the latch already had a count;
+-- exactly once by its memo.
+local memo = KEYS[3] .. ARGV[3]
+local found, reply = recall(memo)
+if found then
+  return reply
+end
 if redis.call('exists', KEYS[1]) == 1 then
-  return 0
+  return remember(memo, 0)
 end
 redis.call('set', KEYS[1], ARGV[1])
 redis.call(ARGV[2], KEYS[2], '1')
-return 1
+return remember(memo, 1)

@@ -1,13 +1,12 @@
+--! KEYS lock queue deadlines counter channel records memo
+--! ARGV field held rid lease slot reentrant fenced waits publish tag grant numsub
 -- Try to acquire a fair lock (Redisson's RedissonFairLock layout: the lock a HASH owner -> count, the
 -- queue a LIST of owners, FIFO, the deadlines a ZSET owner -> ms by which the waiter must come back).
--- KEYS[1..6] as fairlock_wake.lua says, which comes first.
--- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] slot ms, ARGV[4] '1' reentrant, ARGV[5] '1' fenced,
--- ARGV[6] '1' to take a place in the queue when not acquired, ARGV[7] publish command,
--- ARGV[8] the acquisition's tag when its waiter listens for a hand-over ('' otherwise: no record),
--- ARGV[9] numsub command ('' for no hand-over).
--- Returns {1, count, token} when acquired; {2} when the owner holds it already and re-entry is not
--- allowed; {0, ms} when not acquired: try again within ms, or sooner if the owner's channel says so
--- ({0, ms, score} when the waiter's record was written, score being its new score).
+-- KEYS as fairlock_wake.lua says, which comes first. Replies as core/lock.go says ({0, ms, score}:
+-- the waiter's record was written with that score), exactly once as rlock_try.lua says.
+-- slot: the wait slot in ms; waits: '1' to take a place in the queue when not acquired; tag: the
+-- acquisition's tag when its waiter listens for a hand-over ('' otherwise: no record); grant: the
+-- lease a release that hands the lock over gives ('0': a wake-up only); numsub: '' for no hand-over.
 --
 -- A new waiter's deadline is Redisson's; beyond Redisson, every try pushes it on to at least (its
 -- position + 1) slots from now, so a live waiter never loses its place however long the holder keeps
@@ -16,39 +15,59 @@
 -- when nobody listens on its channel any more: see pass_over); the caller is never passed over
 -- itself, since it is back; and a try that passes over dead waiters while the lock is free wakes the
 -- new head.
-local lock, queue, deadlines, prefix, records = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
-local me, slot, tag = ARGV[2], tonumber(ARGV[3]), ARGV[8]
+local lock, queue, deadlines, prefix, records, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7] .. ARGV[3]
+local me, held, slot, tag = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5]), ARGV[10]
 
 local function token()
-  if ARGV[5] == '1' then
+  if ARGV[7] == '1' then
     return redis.call('incr', KEYS[4])
   end
   return 0
 end
 
-if redis.call('hexists', lock, me) == 1 then
+if MODE == 1 then
+  local m = redis.call('get', memo)
+  if m then
+    local n, t = string.match(m, '^(%d+) (%d+)$')
+    return {1, tonumber(n), tonumber(t)}
+  end
+  local n = tonumber(redis.call('hget', lock, me))
+  if n == held + 1 then
+    return {1, n, ARGV[7] == '1' and tonumber(redis.call('get', KEYS[4])) or 0}
+  end
+end
+
+local count = tonumber(redis.call('hget', lock, me))
+if count then
   if tag ~= '' then
     -- A release may have handed the lock to this waiter: the grant is this acquisition, and its
     -- lease starts again now, since the waiter counts it from this try.
-    local token, granted = string.match(redis.call('hget', records, me) or '', '^%-(%d+) (%S+)$')
+    local t, granted = string.match(redis.call('hget', records, me) or '', '^%-(%d+) (%S+)$')
     if granted == tag then
       redis.call('hdel', records, me)
-      extend(lock, ARGV[1])
-      return {1, tonumber(redis.call('hget', lock, me)), tonumber(token)}
+      extend(lock, ARGV[4])
+      if count ~= held + 1 then
+        redis.call('set', memo, count .. ' ' .. t, 'px', 60000)
+      end
+      return {1, count, tonumber(t)}
     end
   end
-  if ARGV[4] ~= '1' then
+  if ARGV[6] ~= '1' then
     return {2}
   end
-  local count = redis.call('hincrby', lock, me, 1)
-  extend(lock, ARGV[1]) -- a re-entry never shortens what an outer hold was promised
-  return {1, count, token()}
+  local n = redis.call('hincrby', lock, me, 1)
+  extend(lock, ARGV[4]) -- a re-entry never shortens what an outer hold was promised
+  local tok = token()
+  if count ~= held then
+    redis.call('set', memo, n .. ' ' .. tok, 'px', 60000)
+  end
+  return {1, n, tok}
 end
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local head, dropped = pass_over(now, me, ARGV[9])
+local head, dropped = pass_over(now, me, ARGV[12])
 local pttl = redis.call('pttl', lock)
 if pttl == -2 and (not head or head == me) then
   if head then
@@ -60,21 +79,25 @@ if pttl == -2 and (not head or head == me) then
     -- lease that ends without a release tells nobody) instead of at its next re-check.
     local next = redis.call('lindex', queue, 0)
     if next then
-      redis.call(ARGV[7], prefix .. ':' .. next, '0')
+      redis.call(ARGV[9], prefix .. ':' .. next, '0')
     end
   end
   redis.call('hset', lock, me, 1)
-  redis.call('pexpire', lock, ARGV[1])
-  return {1, 1, token()}
+  redis.call('pexpire', lock, ARGV[4])
+  local tok = token()
+  if held ~= 0 then
+    redis.call('set', memo, '1 ' .. tok, 'px', 60000)
+  end
+  return {1, 1, tok}
 end
 
 if dropped and pttl == -2 then
-  wake(slot, ARGV[7], ARGV[9])
+  wake(slot, ARGV[9], ARGV[12])
 end
 
 local pos = redis.call('lpos', queue, me)
 if not pos then
-  if ARGV[6] ~= '1' then
+  if ARGV[8] ~= '1' then
     return {0, pttl}
   end
   -- Redisson's estimate (the last waiter's deadline, or the lock's end, plus one slot), which the
@@ -100,7 +123,7 @@ if pos == 0 and pttl >= 0 then
 end
 if tag ~= '' then
   local score = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[1] .. ' ' .. ARGV[5])
+  redis.call('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[11] .. ' ' .. ARGV[7])
   local keep = (pos + 2) * slot
   if redis.call('pttl', records) < keep then
     redis.call('pexpire', records, keep)

@@ -1,16 +1,17 @@
--- A waiter gives up: it gives back a grant nobody took, leaves the queue and gives its slot back to
--- everyone behind it. If it was next and the lock is free, the new head is woken (or handed the lock),
--- so that its turn does not wait for a timer (fairlock_wake.lua comes first, with the order of KEYS).
--- ARGV[1] owner, ARGV[2] slot ms, ARGV[3] publish command, ARGV[4] the acquisition's tag ('' for
--- none), ARGV[5] '1' to leave the queue ('0': only give back a grant), ARGV[6] numsub command.
+--! KEYS lock queue deadlines counter channel records
+--! ARGV field tag queued slot publish numsub
+-- A waiter gives up: it gives back a grant nobody took, leaves the queue (queued '1') and gives its
+-- slot back to everyone behind it. If it was next and the lock is free, the new head is woken (or
+-- handed the lock), so that its turn does not wait for a timer (fairlock_wake.lua comes first, with
+-- the order of KEYS). tag is the acquisition's ('' for none).
 -- Returns 1 if the owner was queued or granted the lock. Sending it twice does no more than sending
 -- it once.
-local slot = tonumber(ARGV[2])
-local rec = ARGV[4] ~= '' and redis.call('hget', KEYS[6], ARGV[1])
+local slot = tonumber(ARGV[4])
+local rec = ARGV[2] ~= '' and redis.call('hget', KEYS[6], ARGV[1])
 if rec then
   local _, granted = string.match(rec, '^%-(%d+) (%S+)$')
   local _, waiting = string.match(rec, '^(%d+) (%S+) ')
-  if granted == ARGV[4] then
+  if granted == ARGV[2] then
     -- Handed the lock after its last try: the grant took its place in the queue.
     redis.call('hdel', KEYS[6], ARGV[1])
     local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
@@ -21,15 +22,15 @@ if rec then
       redis.call('hincrby', KEYS[1], ARGV[1], -1)
     else
       redis.call('del', KEYS[1])
-      wake(slot, ARGV[3], ARGV[6])
+      wake(slot, ARGV[5], ARGV[6])
     end
     return 1
   end
-  if waiting == ARGV[4] then
+  if waiting == ARGV[2] then
     redis.call('hdel', KEYS[6], ARGV[1])
   end
 end
-if ARGV[5] ~= '1' then
+if ARGV[3] ~= '1' then
   return 0
 end
 local queue = redis.call('lrange', KEYS[2], 0, -1)
@@ -51,6 +52,6 @@ for i = at + 1, #queue do
 end
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 if at == 1 and redis.call('exists', KEYS[1]) == 0 then
-  wake(slot, ARGV[3], ARGV[6])
+  wake(slot, ARGV[5], ARGV[6])
 end
 return 1

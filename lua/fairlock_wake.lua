@@ -14,8 +14,8 @@
 --
 -- Every fair lock script takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] waiter queue,
 -- KEYS[3] waiter deadlines, KEYS[4] fencing counter, KEYS[5] channels' prefix (':' and the owner
--- follow, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] unlock
--- latch.
+-- follow, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] the
+-- memos' prefix (core/once.go).
 --
 -- pass_over(now, back, numsub): drops the head waiters whose deadline has passed (a head without one
 -- counts as late), up to back (a caller that is back in time, or nil). Beyond Redisson, a head of

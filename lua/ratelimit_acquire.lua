@@ -1,6 +1,11 @@
+--! KEYS limiter value clientvalue permits clientpermits
+--! ARGV permits member
 -- Take permits from a rate limiter's window (ratelimit_window.lua comes first), by the server's clock.
 -- KEYS as ratelimit_window.lua; ARGV[1] permits wanted, ARGV[2] the grant's member (its random id and
--- the permits, packed as Redisson packs them).
+-- the permits, packed as Redisson packs them), the same for every try of one acquisition.
+-- Exactly once (core/once.go): a try sent again after a lost answer (MODE 1) finds its grant in the
+-- window, if the first send made it and it has not left the window since (then this acquisition
+-- is charged anew, now: its first charge was spent without it).
 -- Returns {1, now} when taken (now: the grant's time in ms), {0, ms} when too few are left: ms until
 -- enough grants leave the window, {-1, rate} when more than the rate are wanted, {-2} when the
 -- limiter is not set.
@@ -9,6 +14,12 @@ if not rate then
   return {-2}
 elseif rate == 'err' then
   return redis.error_reply(not_limiter)
+end
+if MODE == 1 then
+  local at = redis.call('zscore', permits, ARGV[2])
+  if at then
+    return {1, tonumber(at)}
+  end
 end
 local n = tonumber(ARGV[1])
 if n > rate then

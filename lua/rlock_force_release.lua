@@ -1,7 +1,15 @@
--- Release a lock whoever holds it (rlock_wake.lua comes first, with the order of KEYS).
--- ARGV[1] publish command, ARGV[2] numsub command. Returns 1 if it was held.
-if redis.call('del', KEYS[1]) == 1 then
-  wake(ARGV[1], ARGV[2])
-  return 1
+--! KEYS lock counter waiters clients channel wake memo
+--! ARGV rid publish numsub
+-- Release a lock whoever holds it (rlock_wake.lua comes first, with the order of KEYS). Returns 1 if
+-- it was held; the answer is kept under the memo, which a re-sent request answers (MODE 1).
+local memo = KEYS[7] .. ARGV[1]
+if MODE == 1 then
+  local done = redis.call('get', memo)
+  if done then return tonumber(done) end
 end
-return 0
+local held = redis.call('del', KEYS[1])
+if held == 1 then
+  wake(ARGV[2], ARGV[3])
+end
+redis.call('set', memo, held, 'px', 60000)
+return held

@@ -1,4 +1,6 @@
--- Renew a batch of lock holds (hash field = owner).
+--! KEYS lock
+--! ARGV field
+-- Renew a batch of lock holds (hash field = owner); extend.lua comes first.
 -- KEYS: one lock per hold; ARGV[1] ttl ms, ARGV[1+i] owner field of hold i.
 -- Returns one integer per hold: 1 renewed, 0 no longer held. A key of the wrong type counts as not
 -- held instead of failing the whole batch.

@@ -20,16 +20,16 @@
 -- record granted (score = minus the token, 0 unfenced) and tells the client which waiter it was, with
 -- '@<member> <token> <score>' on the client's channel, score being the record's score before the
 -- grant. The waiter returns without a try of its own; a try it makes meanwhile finds the mark and
--- takes the grant instead (rlock_acquire.lua); one that left gives it back (rlock_forget.lua). The
+-- takes the grant instead (rlock_acquire.lua); one that left gives it back (rlock_leave.lua). The
 -- score tells the waiter which of its tries the grant came after: a message delayed past a later try
 -- (which took the grant, or found it void) is stale, whatever order the connections deliver in. A
 -- record with lease 0 asks for a wake-up only ('0'), and so does a record whose member is a bare
 -- owner field. Redisson's '0' is still published on the shared channel
 -- when more listen there than our clients: a Java waiter may.
 --
--- Every rlock script takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] fencing counter,
+-- Every rlock script that includes this file takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] fencing counter,
 -- KEYS[3] waiter records, KEYS[4] clients, KEYS[5] channel, KEYS[6] wake channels' prefix (a client id
--- follows), KEYS[7] unlock latch.
+-- follows), KEYS[7] the memos' prefix (core/once.go).
 --
 -- wake(publish, numsub): publish 'publish' or 'spublish', numsub 'numsub' or 'shardnumsub', or ''
 -- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then

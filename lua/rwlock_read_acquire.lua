@@ -1,40 +1,52 @@
+--! KEYS lock writers leases memo
+--! ARGV field held rid lease reentrant policy
 -- Acquire a read hold of a read-write lock (Redisson's RReadWriteLock layout: a hash with 'mode',
--- one field per reader = its hold count, and one string per read hold that carries its own lease).
--- KEYS[1] lock, KEYS[2] waiting writers (ZSET, writer preference only), KEYS[3] this owner's lease
--- keys without the hold number (the order of rwlock_leases.lua)
--- ARGV[1] lease ms, ARGV[2] owner field, ARGV[3] the owner's write field, ARGV[4] '1' reentrant,
--- ARGV[5] '1' writer preference
--- Returns {1, count} when acquired; {0, ms} when the caller must wait, ms bounding the wait (unknown
--- when <= 0); {2} when the owner reads already and re-entry is not allowed.
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false and redis.call('exists', KEYS[1]) == 1 then
+-- one field per reader = its hold count, and one string per read hold that carries its own lease,
+-- KEYS[3] .. field .. ':rwlock_timeout:' .. k). KEYS as rwlock_leases.lua says; replies as
+-- core/lock.go says, exactly once as rlock_try.lua says. policy: '1' for writer preference.
+local lock, memo, held = KEYS[1], KEYS[4] .. ARGV[3], tonumber(ARGV[2])
+if MODE == 1 then
+  local m = redis.call('get', memo)
+  if m then
+    return {1, tonumber(m), 0}
+  end
+  local n = tonumber(redis.call('hget', lock, ARGV[1]))
+  if n == held + 1 and redis.call('exists', KEYS[3] .. ARGV[1] .. ':rwlock_timeout:' .. n) == 1 then
+    return {1, n, 0}
+  end
+end
+local mode = redis.call('hget', lock, 'mode')
+if mode == false and redis.call('exists', lock) == 1 then
   -- A hash without a mode is no read-write lock: never write into it.
-  return {0, redis.call('pttl', KEYS[1])}
+  return {0, redis.call('pttl', lock)}
 end
-local mine = mode ~= false and redis.call('hexists', KEYS[1], ARGV[2]) == 1
-local writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
+local count = mode ~= false and tonumber(redis.call('hget', lock, ARGV[1])) or 0
+local writer = mode == 'write' and redis.call('hexists', lock, ARGV[1] .. ':write') == 1
 if mode == 'write' and not writer then
-  return {0, redis.call('pttl', KEYS[1])}
+  return {0, redis.call('pttl', lock)}
 end
-if mine and ARGV[4] ~= '1' then
+if count > 0 and ARGV[5] ~= '1' then
   return {2}
 end
-if ARGV[5] == '1' and not mine and not writer then
+if ARGV[6] == '1' and count == 0 and not writer then
   -- A new reader lets a waiting writer go first; a reader already inside may re-enter.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
   local last = redis.call('zrange', KEYS[2], -1, -1, 'withscores')
   if #last > 0 then
-    return {0, math.max(redis.call('pttl', KEYS[1]), tonumber(last[2]) - now)}
+    return {0, math.max(redis.call('pttl', lock), tonumber(last[2]) - now)}
   end
 end
 if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read')
+  redis.call('hset', lock, 'mode', 'read')
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-redis.call('set', KEYS[3] .. ':' .. count, 1, 'px', ARGV[1])
-if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('pexpire', KEYS[1], ARGV[1])
+local n = redis.call('hincrby', lock, ARGV[1], 1)
+redis.call('set', KEYS[3] .. ARGV[1] .. ':rwlock_timeout:' .. n, 1, 'px', ARGV[4])
+if redis.call('pttl', lock) < tonumber(ARGV[4]) then
+  redis.call('pexpire', lock, ARGV[4])
 end
-return {1, count}
+if count ~= held then
+  redis.call('set', memo, n, 'px', 60000)
+end
+return {1, n, 0}

@@ -1,6 +1,8 @@
+--! KEYS lock leases
+--! ARGV field
 -- Renew a batch of read holds.
--- KEYS: two per hold: the lock, then the owner's lease keys without the hold number.
--- ARGV[1] ttl ms, ARGV[1+i] owner field of hold i.
+-- KEYS: two per hold: the lock, then the prefix of its lease keys ("{N}:"); ARGV[1] ttl ms,
+-- ARGV[1+i] owner field of hold i.
 -- Returns one integer per hold: 1 renewed, 0 no longer held (the field is gone, or one of its lease
 -- keys expired: then a writer may already be in). Only the owner's own lease keys are extended, so
 -- that a reader of a dead client ages out even while others keep reading. A key of the wrong type
@@ -8,7 +10,7 @@
 local ttl = tonumber(ARGV[1])
 local out = {}
 for i = 1, #KEYS / 2 do
-  local lock, leases = KEYS[2 * i - 1], KEYS[2 * i]
+  local lock, leases = KEYS[2 * i - 1], KEYS[2 * i] .. ARGV[i + 1] .. ':rwlock_timeout'
   local n = tonumber(redis.pcall('hget', lock, ARGV[i + 1]))
   local ok = n ~= nil and n > 0
   if ok then

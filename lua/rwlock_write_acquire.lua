@@ -1,35 +1,53 @@
+--! KEYS lock writers memo
+--! ARGV field owner held rid lease reentrant policy waits
 -- Acquire the write hold of a read-write lock (Redisson's layout: field 'OWNER:write' = hold count).
--- KEYS[1] lock, KEYS[2] waiting writers (ZSET, writer preference only)
--- ARGV[1] lease ms, ARGV[2] write field, ARGV[3] the owner's read field, ARGV[4] '1' reentrant,
--- ARGV[5] how long a waiting writer keeps new readers out, ms ('0': no writer preference)
--- Returns {1, count} when acquired; {0, ms} when the caller must wait, ms bounding the wait (unknown
--- when <= 0); {2} when the owner writes already and re-entry is not allowed; {3} when the owner
--- reads: a read hold is never upgraded, since waiting for the other readers could wait for ever.
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false and redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('zrem', KEYS[2], ARGV[2])
-  return {1, 1}
+-- Replies as core/lock.go says ({3}: the owner reads, and a read hold is never upgraded, since
+-- waiting for the other readers could wait for ever), exactly once as rlock_try.lua says.
+-- policy: how long a waiting writer keeps new readers out, ms ('0': no writer preference); waits:
+-- '1' when this acquisition waits (a single try keeps nobody out).
+local lock, memo, held = KEYS[1], KEYS[3] .. ARGV[4], tonumber(ARGV[3])
+if MODE == 1 then
+  local m = redis.call('get', memo)
+  if m then
+    return {1, tonumber(m), 0}
+  end
+  local n = tonumber(redis.call('hget', lock, ARGV[1]))
+  if n == held + 1 then
+    return {1, n, 0}
+  end
 end
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  if ARGV[4] ~= '1' then
+local mode = redis.call('hget', lock, 'mode')
+if mode == false and redis.call('exists', lock) == 0 then
+  redis.call('hset', lock, 'mode', 'write', ARGV[1], 1)
+  redis.call('pexpire', lock, ARGV[5])
+  redis.call('zrem', KEYS[2], ARGV[1])
+  if held ~= 0 then
+    redis.call('set', memo, 1, 'px', 60000)
+  end
+  return {1, 1, 0}
+end
+local count = mode == 'write' and tonumber(redis.call('hget', lock, ARGV[1]))
+if count then
+  if ARGV[6] ~= '1' then
     return {2}
   end
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), 0) + tonumber(ARGV[1]))
-  return {1, count}
+  local n = redis.call('hincrby', lock, ARGV[1], 1)
+  redis.call('pexpire', lock, math.max(redis.call('pttl', lock), 0) + tonumber(ARGV[5]))
+  if count ~= held then
+    redis.call('set', memo, n, 'px', 60000)
+  end
+  return {1, n, 0}
 end
-if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+if mode == 'read' and redis.call('hexists', lock, ARGV[2]) == 1 then
   return {3}
 end
-if ARGV[5] ~= '0' then
+if ARGV[7] ~= '0' and ARGV[8] == '1' then
   -- Announce the waiting writer: new readers stay out until it is in, gives up, or stops asking.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zadd', KEYS[2], now + tonumber(ARGV[5]), ARGV[2])
-  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[5]) then
-    redis.call('pexpire', KEYS[2], ARGV[5])
+  redis.call('zadd', KEYS[2], now + tonumber(ARGV[7]), ARGV[1])
+  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[7]) then
+    redis.call('pexpire', KEYS[2], ARGV[7])
   end
 end
-return {0, redis.call('pttl', KEYS[1])}
+return {0, redis.call('pttl', lock)}

@@ -1,23 +1,26 @@
--- Release one write hold.
--- KEYS as rwlock_leases.lua says, which comes first.
--- ARGV[1] write field, ARGV[2] publish command, ARGV[3] latch ttl ms, ARGV[4] lease ms, ARGV[5] the
--- write holds the client counts ('0': unknown), ARGV[6] '1' when this request was sent before (a
--- network error hid the answer)
--- Returns the write holds the owner keeps, -1 when it held none, or -2 when a re-sent request finds
--- none. The last one publishes '1'
--- (wake all): the lock is free, or the writer kept reading (downgrade) and readers may join it. A
--- re-sent request never releases twice, as rlock_release.lua explains.
-local resent, held = ARGV[6] == '1', tonumber(ARGV[5])
-if resent then
-  local done = redis.call('get', KEYS[6])
+--! KEYS lock writers leases channel memo
+--! ARGV field held rid lease publish
+-- Release one write hold (rwlock_leases.lua comes first). Replies, and exactly once (MODE 1,
+-- MODE 2), as rlock_release.lua says. The last one publishes '1' (wake all): the lock is free, or
+-- the writer kept reading (downgrade) and readers may join it.
+local held, memo = tonumber(ARGV[2]), KEYS[5] .. ARGV[3]
+if MODE == 1 then
+  local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
 local before = redis.call('hget', KEYS[1], 'mode') == 'write' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+if MODE == 2 then
+  local m = redis.call('get', memo)
+  if m == 'undone' or (not m and before ~= held) then
+    return -3
+  end
+  redis.call('set', memo, 'undone', 'px', 60000)
+end
 if not before then
-  if resent then return -2 end
+  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
   return -1
 end
-if resent and before == held - 1 then
+if MODE == 1 and before == held - 1 then
   return before -- the first send released it
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
@@ -25,8 +28,8 @@ if count > 0 then
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) then -- never shorter than the holds left were promised
     redis.call('pexpire', KEYS[1], ARGV[4])
   end
-  if before ~= held then
-    redis.call('set', KEYS[6], count, 'px', ARGV[3])
+  if before ~= held and MODE ~= 2 then
+    redis.call('set', memo, count, 'px', 60000)
   end
   return count
 end
@@ -43,5 +46,5 @@ else
     redis.call('del', KEYS[1])
   end
 end
-redis.call(ARGV[2], KEYS[4], '1')
+redis.call(ARGV[5], KEYS[4], '1')
 return 0

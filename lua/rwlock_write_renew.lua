@@ -1,3 +1,5 @@
+--! KEYS lock
+--! ARGV field
 -- Renew a batch of write holds.
 -- KEYS: one lock per hold; ARGV[1] ttl ms, ARGV[1+i] write field of hold i.
 -- Returns one integer per hold: 1 renewed, 0 no longer held. The TTL is never shortened: a

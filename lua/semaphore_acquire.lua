@@ -1,14 +1,21 @@
+--! KEYS semaphore waiters clients grants memo
+--! ARGV permits window tag client linger recorded rid
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
--- missing key counts as 0).
--- KEYS[1] semaphore, KEYS[2] waiter records, KEYS[3] clients, KEYS[4] grants (semaphore_wake.lua;
--- wake_records.lua comes first)
--- ARGV[1] permits wanted, ARGV[2] ms within which this waiter will try again ('0': it will not wait,
--- record nothing), ARGV[3] the waiter's record, ARGV[4] client id, ARGV[5] ms for which the client
--- listens after its last waiter left, ARGV[6] '1' when an earlier try of this wait recorded the waiter
+-- missing key counts as 0). wake_records.lua and once.lua come first.
+-- permits: how many; window: ms within which this waiter will try again ('0': it will not wait,
+-- record nothing); tag: the waiter's record; client: this client's id; linger: ms for which the
+-- client listens after its last waiter left; recorded: '1' when an earlier try of this wait recorded
+-- the waiter; rid: the acquisition's request id.
 -- Returns {1} when they were taken (or a release had taken them for this waiter), {0} when fewer are
--- available, {0, score} when fewer are available and the waiter was recorded with that score.
+-- available, {0, score} when fewer are available and the waiter was recorded with that score. A
+-- taking is remembered under the memo, which a re-sent try answers (MODE 1).
+local memo = KEYS[5] .. ARGV[7]
+local found, reply = recall(memo)
+if found then
+  return reply
+end
 if ARGV[6] == '1' and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
-  return {1} -- a release handed them over (semaphore_wake.lua)
+  return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
 end
 local v = redis.call('get', KEYS[1])
 local available = 0
@@ -23,7 +30,7 @@ if v ~= false and available >= tonumber(ARGV[1]) then
   if ARGV[6] == '1' then
     redis.call('zrem', KEYS[2], ARGV[3])
   end
-  return {1}
+  return remember(memo, {1})
 end
 if ARGV[2] == '0' then
   return {0}

@@ -1,24 +1,34 @@
+--! KEYS count permits channel memo
+--! ARGV op publish rid
 -- The permit-expirable semaphore (Redisson's layout). KEYS[1] holds the available count (a missing
 -- key counts as 0), KEYS[2] is a ZSET of the acquired permits: member = permit id, score = absolute
 -- expiry in ms by the server's clock, or NEVER. KEYS[3] is the channel that hears the new available
--- count.
--- ARGV[1] operation, ARGV[2] publish command, then the operation's arguments (below).
+-- count. KEYS[4] is the memos' prefix (once.lua comes first).
+-- ARGV[1] operation, ARGV[2] publish command, ARGV[3] the call's request id, then the operation's
+-- arguments (below).
+--
+-- Exactly once (core/once.go): a re-sent acquire (MODE 1) finds its permits by their ids, a re-sent
+-- release finds them gone; tryset, add and delete keep their answer under the memo.
 --
 -- Every operation first returns expired permits to the pool; when it did, and permits are available
 -- once the operation is done, it announces the count, so that waiters learn of permits that came back
 -- by expiring.
 local NEVER = 922337203685477
-local op, pub = ARGV[1], ARGV[2]
+local op, pub, memo = ARGV[1], ARGV[2], KEYS[4] .. ARGV[3]
 
 -- delete and expire act on the semaphore as a whole, permits and all (as Redisson does both keys):
 -- nothing is returned to the pool first, nor published. delete returns the number of keys deleted;
--- expire (ARGV[3] ms) returns 1 when either key exists and now has the TTL.
+-- expire (ARGV[4] ms) returns 1 when either key exists and now has the TTL.
 if op == 'delete' then
-  return redis.call('del', KEYS[1], KEYS[2])
+  local found, reply = recall(memo)
+  if found then
+    return reply
+  end
+  return remember(memo, redis.call('del', KEYS[1], KEYS[2]))
 end
 if op == 'expire' then
-  local a = redis.call('pexpire', KEYS[1], ARGV[3])
-  local b = redis.call('pexpire', KEYS[2], ARGV[3])
+  local a = redis.call('pexpire', KEYS[1], ARGV[4])
+  local b = redis.call('pexpire', KEYS[2], ARGV[4])
   return math.max(a, b)
 end
 
@@ -65,17 +75,20 @@ local function announce(n)
   end
 end
 
--- acquire: ARGV[3] lease ms (0: never expires), ARGV[4..] the new permit ids, one per permit.
+-- acquire: ARGV[4] lease ms (0: never expires), ARGV[5..] the new permit ids, one per permit.
 -- Returns {1} when acquired; {0, ms} when too few are available, ms being the time until the
 -- earliest expiry (0 when no permit expires); {2, total} when more permits are asked for than the
 -- semaphore has in all.
 if op == 'acquire' then
-  local n = #ARGV - 3
+  if MODE == 1 and redis.call('zscore', KEYS[2], ARGV[5]) then
+    return {1} -- the first send took them
+  end
+  local n = #ARGV - 4
   local avail, set = available()
   if avail >= n then
     redis.call('decrby', KEYS[1], n)
-    local score = expiry(ARGV[3])
-    for i = 4, #ARGV do
+    local score = expiry(ARGV[4])
+    for i = 5, #ARGV do
       redis.call('zadd', KEYS[2], score, ARGV[i])
     end
     -- The permits end with the pool (Redisson's rule), and live as long as it does.
@@ -100,39 +113,50 @@ if op == 'acquire' then
   return {0, -1} -- no lease will end: only a release can free a permit
 end
 
--- release: ARGV[3..] permit ids, all or none. Returns {1, new count}, or {0, i} when the i-th id is
+-- release: ARGV[4..] permit ids, all or none. Returns {1, new count}, or {0, i} when the i-th id is
 -- not acquired (expired, released, or never issued) and nothing was released.
 if op == 'release' then
-  for i = 3, #ARGV do
-    if not redis.call('zscore', KEYS[2], ARGV[i]) then
-      announce(available())
-      return {0, i - 2}
+  if MODE == 1 then
+    -- Sent again: when none of the ids is acquired any more, the first send released them (or
+    -- their leases ended meanwhile: either way they are back).
+    local gone = true
+    for i = 4, #ARGV do
+      gone = gone and not redis.call('zscore', KEYS[2], ARGV[i])
+    end
+    if gone then
+      return {1, (available())}
     end
   end
-  for i = 3, #ARGV do
+  for i = 4, #ARGV do
+    if not redis.call('zscore', KEYS[2], ARGV[i]) then
+      announce(available())
+      return {0, i - 3}
+    end
+  end
+  for i = 4, #ARGV do
     redis.call('zrem', KEYS[2], ARGV[i])
   end
-  local n = redis.call('incrby', KEYS[1], #ARGV - 2)
+  local n = redis.call('incrby', KEYS[1], #ARGV - 3)
   redis.call(pub, KEYS[3], n)
   return {1, n}
 end
 
--- lease: ARGV[3] new lease ms from now (0: never expires), ARGV[4] permit id. Returns 1, or 0 when
+-- lease: ARGV[4] new lease ms from now (0: never expires), ARGV[5] permit id. Returns 1, or 0 when
 -- the permit is not acquired.
 if op == 'lease' then
   announce(available())
-  if not redis.call('zscore', KEYS[2], ARGV[4]) then
+  if not redis.call('zscore', KEYS[2], ARGV[5]) then
     return 0
   end
-  redis.call('zadd', KEYS[2], 'xx', expiry(ARGV[3]), ARGV[4])
+  redis.call('zadd', KEYS[2], 'xx', expiry(ARGV[4]), ARGV[5])
   return 1
 end
 
--- left: ARGV[3] permit id. Returns the ms its lease has left, -1 when it never expires, or -2 when
+-- left: ARGV[4] permit id. Returns the ms its lease has left, -1 when it never expires, or -2 when
 -- it is not acquired (Redisson's getLeaseTime).
 if op == 'left' then
   announce(available())
-  local score = tonumber(redis.call('zscore', KEYS[2], ARGV[3]))
+  local score = tonumber(redis.call('zscore', KEYS[2], ARGV[4]))
   if not score then
     return -2
   end
@@ -149,32 +173,40 @@ if op == 'count' then
   return {avail, redis.call('zcard', KEYS[2])}
 end
 
--- set: ARGV[3] total permits: the available count becomes total - acquired. Returns the new count.
+-- set: ARGV[4] total permits: the available count becomes total - acquired. Returns the new count.
 if op == 'set' then
   local avail = available()
-  local n = tonumber(ARGV[3]) - redis.call('zcard', KEYS[2])
+  local n = tonumber(ARGV[4]) - redis.call('zcard', KEYS[2])
   redis.call('incrby', KEYS[1], n - avail)
   redis.call(pub, KEYS[3], n)
   return n
 end
 
--- tryset: ARGV[3] permits, set only if the semaphore was never set. Returns 1 when set, else 0.
+-- tryset: ARGV[4] permits, set only if the semaphore was never set. Returns 1 when set, else 0.
 if op == 'tryset' then
+  local found, reply = recall(memo)
+  if found then
+    return reply
+  end
   local avail, set = available()
   if set then
     announce(avail)
-    return 0
+    return remember(memo, 0)
   end
-  redis.call('set', KEYS[1], ARGV[3])
-  redis.call(pub, KEYS[3], ARGV[3])
-  return 1
+  redis.call('set', KEYS[1], ARGV[4])
+  redis.call(pub, KEYS[3], ARGV[4])
+  return remember(memo, 1)
 end
 
--- add: ARGV[3] permits to add (may be negative). Returns the new count.
+-- add: ARGV[4] permits to add (may be negative). Returns the new count.
 if op == 'add' then
-  local n = redis.call('incrby', KEYS[1], ARGV[3])
+  local found, reply = recall(memo)
+  if found then
+    return reply
+  end
+  local n = redis.call('incrby', KEYS[1], ARGV[4])
   redis.call(pub, KEYS[3], n)
-  return n
+  return remember(memo, n)
 end
 
 return redis.error_reply('ERR unknown semaphore operation ' .. tostring(op))

@@ -1,10 +1,16 @@
+--! KEYS semaphore channel waiters clients wake grants memo
+--! ARGV permits publish numsub ttl rid
 -- Set the permits of a counting semaphore unless it has been set before, and hand them to waiters or
--- announce them (semaphore_wake.lua comes first).
--- KEYS as semaphore_add.lua; ARGV[1] permits, ARGV[2] publish command, ARGV[3] numsub command,
--- ARGV[4] the semaphore's time to live in ms ('0': none).
--- Returns 1 when set, 0 when the semaphore existed already (nothing changed).
+-- announce them (semaphore_wake.lua and once.lua come first). ttl: the semaphore's time to live in
+-- ms ('0': none). Returns 1 when set, 0 when the semaphore existed already (nothing changed); exactly
+-- once by its memo.
+local memo = KEYS[7] .. ARGV[5]
+local found, reply = recall(memo)
+if found then
+  return reply
+end
 if redis.call('exists', KEYS[1]) == 1 then
-  return 0
+  return remember(memo, 0)
 end
 if ARGV[4] == '0' then
   redis.call('set', KEYS[1], ARGV[1])
@@ -12,4 +18,4 @@ else
   redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[4])
 end
 wake(KEYS[1], tonumber(ARGV[1]), KEYS[3], KEYS[4], KEYS[6], KEYS[2], KEYS[5], ARGV[2], ARGV[3])
-return 1
+return remember(memo, 1)

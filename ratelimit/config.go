@@ -92,11 +92,13 @@ func (l *Limiter) set(ctx context.Context, cfg Config, only string) (int64, erro
 		strconv.Itoa(int(cfg.Type)),
 		strconv.FormatInt(cfg.KeepAlive.Milliseconds(), 10),
 		only,
+		l.c.RequestID(),
 	}
-	n, err := l.c.Run(ctx, setScript, l.keys[:], args).AsInt64()
+	n, err := l.c.Send(ctx, setScript, l.keys[:], args).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(kind, l.name, err)
 	}
+	l.c.DeleteKeyLater(l.keys[5] + args[5])
 	return n, nil
 }
 
@@ -118,7 +120,7 @@ func (l *Limiter) state(ctx context.Context) (Config, int64, error) {
 	if ctx == nil {
 		return Config{}, 0, core.Invalid(kind, l.name, "nil context")
 	}
-	res, err := l.c.Run(ctx, stateScript, l.keys[:], nil).AsIntSlice()
+	res, err := l.c.Send(ctx, stateScript, l.keys[:5], nil).AsIntSlice()
 	switch {
 	case err != nil:
 		return Config{}, 0, core.Errorf(kind, l.name, err)
@@ -144,9 +146,11 @@ func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
 	}
-	n, err := l.c.Run(ctx, deleteScript, l.keys[:], nil).AsInt64()
+	rid := l.c.RequestID()
+	n, err := l.c.Send(ctx, deleteScript, l.keys[:], []string{rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
+	l.c.DeleteKeyLater(l.keys[5] + rid)
 	return n == 1, nil
 }

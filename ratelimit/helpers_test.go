@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/lua"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -29,19 +27,8 @@ func unique(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1))
 }
 
-// acquireSHA is the SHA1 of the acquiring script as it is sent: the embedded files joined by "\n".
-var acquireSHA = func() string {
-	var parts []string
-	for _, f := range []string{"ratelimit_window.lua", "ratelimit_acquire.lua"} {
-		b, err := os.ReadFile("../lua/" + f)
-		if err != nil {
-			panic(err)
-		}
-		parts = append(parts, string(b))
-	}
-	sum := sha1.Sum([]byte(strings.Join(parts, "\n")))
-	return hex.EncodeToString(sum[:])
-}()
+// acquireSHA is the SHA1 of the acquiring script as it is sent.
+var acquireSHA = lua.Load("ratelimit_window.lua", "ratelimit_acquire.lua").SHA1()
 
 // grant is one acquisition as the server answered it: its time by the server's clock, in ms.
 type grant struct {

@@ -50,10 +50,10 @@ import (
 
 var (
 	acquireScript  = lua.Load("ratelimit_window.lua", "ratelimit_acquire.lua")
-	giveBackScript = lua.LoadRetryable("ratelimit_window.lua", "ratelimit_give_back.lua")
-	setScript      = lua.Load("ratelimit_window.lua", "ratelimit_set.lua")
-	stateScript    = lua.LoadRetryable("ratelimit_window.lua", "ratelimit_state.lua")
-	deleteScript   = lua.LoadRetryable("ratelimit_window.lua", "ratelimit_delete.lua")
+	giveBackScript = lua.Load("ratelimit_window.lua", "ratelimit_give_back.lua")
+	setScript      = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_set.lua")
+	stateScript    = lua.Load("ratelimit_window.lua", "ratelimit_state.lua")
+	deleteScript   = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_delete.lua")
 )
 
 const kind = "rate limiter"
@@ -64,8 +64,8 @@ type Limiter struct {
 	c    *core.Client
 	name string
 	// The scripts' KEYS: the limiter, the Overall value, this client's value, the Overall permits,
-	// this client's permits.
-	keys [5]string
+	// this client's permits, the memos' prefix.
+	keys [6]string
 }
 
 // Option configures a Limiter.
@@ -86,7 +86,8 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{c: cc, name: name}
-	l.keys[0], l.keys[1], l.keys[3] = name, cc.Suffixed(name, "value"), cc.Suffixed(name, "permits")
+	side := cc.SideKeys(name, ":value", ":permits", "redisync_once:")
+	l.keys[0], l.keys[1], l.keys[3], l.keys[5] = name, side[0], side[1], side[2]
 	l.keys[2], l.keys[4] = l.clientKeys(l.c.ID())
 	for _, opt := range opts {
 		opt(l)
@@ -102,7 +103,8 @@ func (l *Limiter) clientKeys(id string) (value, permits string) {
 	if id == "" {
 		return "", ""
 	}
-	return l.c.Suffixed(l.keys[1], id), l.c.Suffixed(l.keys[3], id)
+	n := l.c.Names()
+	return n.Suffixed(l.keys[1], id), n.Suffixed(l.keys[3], id)
 }
 
 // Name returns the limiter's name, which is also the key of its hash in Redis.
@@ -143,7 +145,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		a.deadline = time.Now().Add(wait)
 	}
 	// No Channel: nothing announces freed permits, and each try says how long to sleep.
-	_, err := l.c.Acquire(ctx, wait, core.Wait{Try: a.try, Undo: a.giveBack})
+	_, err := l.c.Acquire(ctx, wait, core.Wait{Tries: a})
 	if err != nil {
 		return core.Errorf(kind, l.name, err)
 	}
@@ -157,9 +159,11 @@ type acquisition struct {
 	deadline time.Time // TryAcquire's: zero for none
 }
 
-func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
+// Try sends one try. Its grant's member is its trace: a try sent again after a lost answer finds the
+// grant the first send made (ratelimit_acquire.lua).
+func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	l := a.l
-	reply, notReplicated := core.SplitReplication(l.c.RunAcquire(ctx, acquireScript, l.keys[:], a.args[:]))
+	reply, notReplicated := core.SplitReplication(l.c.SendAcquiring(ctx, acquireScript, l.keys[:5], a.args[:]))
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -181,12 +185,11 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 	return false, 0, fmt.Errorf("unexpected reply %v from the acquiring script", res)
 }
 
-// giveBack removes the grant of a try whose caller has gone, or that the replicas did not
-// acknowledge, and returns its permits to the window.
-func (a *acquisition) giveBack(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, core.RetryBound)
-	defer cancel()
-	a.l.c.Run(ctx, giveBackScript, a.l.keys[:], []string{a.args[1], a.args[0]})
+// Undo removes the grant of a try whose caller has gone, that the replicas did not acknowledge, or
+// whose answer never came, and returns its permits to the window: the grant is found by its member,
+// whether or not the try made it.
+func (a *acquisition) Undo(ctx context.Context, _ bool) {
+	a.l.c.Send(ctx, giveBackScript, a.l.keys[:5], []string{a.args[1], a.args[0]})
 }
 
 // member packs a grant as Redisson does, struct.pack('Bc0I', 16, id, n): the id's length, 16 random

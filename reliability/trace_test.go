@@ -152,7 +152,10 @@ func TestTraceWritesWhatLedToAViolation(t *testing.T) {
 	tr.violation("two holders")
 	var out []byte
 	testkit.Eventually(t, 5*time.Second, func() (err error) {
-		out, err = os.ReadFile(path)
+		// The file exists as soon as it is created; its last line, the violation, comes last.
+		if out, err = os.ReadFile(path); err == nil && !strings.Contains(string(out), "VIOLATION") {
+			err = fmt.Errorf("the trace is still being written")
+		}
 		return err
 	})
 	for _, want := range []string{`"SET" "traced" "1"`, "lock: acquired", "VIOLATION two holders"} {

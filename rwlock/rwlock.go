@@ -34,7 +34,6 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/hashlock"
 )
 
 // ErrUpgrade: an owner that holds the read lock asked for the write lock. Upgrading is refused at
@@ -62,7 +61,7 @@ type RWLock struct {
 type Option func(*options)
 
 type options struct {
-	hashlock.Options
+	core.LockOptions
 	preferWrite bool
 }
 
@@ -94,33 +93,30 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 		opt(&o)
 	}
 	cc := core.Of(c)
-	rw := &RWLock{}
-	for _, l := range []*Lock{&rw.read, &rw.write} {
-		s := &side{c: cc, writer: l == &rw.write, name: name, policy: hashlock.Flag(o.preferWrite), mode: "read"}
-		h, err := hashlock.New(cc, kind, name, o.Options, s)
-		if err != nil {
-			return nil, err
-		}
-		side := cc.SideKeys(h.Name, "redisson_rwlock", "redisync_rwlock_writers", "redisson_unlock_latch")
-		s.name, s.channel, s.writers, s.latch = h.Name, side[0], side[1], side[2]
-		s.prefix = cc.Suffixed(h.Name, "")
-		s.leaseMs, s.reentry = h.LeaseMs, h.ReentryArg
-		h.Kind = "read lock"
-		h.Shared = true // readers share, and may release in any order
-		if s.writer {
-			h.Kind, h.Shared, s.mode = "write lock", false, "write"
-			s.policy = "0"
-			if o.preferWrite {
-				s.policy = strconv.FormatInt((2 * cc.Config().Recheck).Milliseconds(), 10)
-			}
-		}
-		*l = Lock{h: h, p: s}
+	if cc == nil {
+		return nil, core.Invalid(kind, name, "nil client")
 	}
-	return rw, nil
+	// A reader that prefers writers lets announced ones go first; a writer announces itself for
+	// twice the recheck interval, renewed at each try.
+	read, write := o.LockOptions, o.LockOptions
+	read.Values, write.Values = map[string]string{"policy": "0", "mode": "read"}, map[string]string{"policy": "0", "mode": "write"}
+	if o.preferWrite {
+		read.Values["policy"] = "1"
+		write.Values["policy"] = strconv.FormatInt((2 * cc.Config().Recheck).Milliseconds(), 10)
+	}
+	r, err := core.NewLock(cc, readSpec, name, read)
+	if err != nil {
+		return nil, err
+	}
+	w, err := core.NewLock(cc, writeSpec, name, write)
+	if err != nil {
+		return nil, err
+	}
+	return &RWLock{read: Lock{l: r}, write: Lock{l: w, writer: true}}, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.
-func (rw *RWLock) Name() string { return rw.read.h.Name }
+func (rw *RWLock) Name() string { return rw.read.l.Name() }
 
 // ReadLock returns the shared side of the lock: many owners may hold it at once, while nobody holds
 // the write lock (except themselves: see the package doc on downgrade).

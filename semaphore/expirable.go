@@ -9,14 +9,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
 )
 
-var expirableScript = lua.Load("semaphore_expirable.lua")
+var expirableScript = lua.Load("once.lua", "semaphore_expirable.lua")
 
 const expirableKind = "expirable semaphore"
 
@@ -72,7 +70,8 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 		return nil, core.Errorf(expirableKind, name, err)
 	}
 	e.leaseMs = ms
-	e.keys = []string{name, cc.Suffixed(name, "timeout"), channel(cc, name)}
+	side := cc.SideKeys(name, ":timeout", "redisync_once:")
+	e.keys = []string{name, side[0], channel(cc, name), side[1]}
 	return e, nil
 }
 
@@ -122,42 +121,15 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 		}
 		return []string{}, nil
 	}
+	a := &expirableAcquisition{e: e, n: n}
 	ids := make([]string, n)
 	raw := make([]byte, 16*n)
 	rand.Read(raw)
 	for i := range ids {
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
-	args := append([]string{"acquire", e.c.Publish(), e.leaseMs}, ids...)
-	unsure := false // a try failed without an answer from Redis: it may have acquired
-	_, err := e.c.Acquire(ctx, wait, core.Wait{
-		Channel: e.keys[2],
-		Weight:  n,
-		Policy:  wake,
-		Try: func(ctx context.Context) (bool, time.Duration, error) {
-			reply, notReplicated := core.SplitReplication(e.c.RunAcquire(ctx, expirableScript, e.keys, args))
-			res, err := reply.AsIntSlice()
-			if err != nil {
-				_, answered := rueidis.IsRedisErr(err)
-				unsure = !answered
-				return false, 0, err
-			}
-			switch res[0] {
-			case 1:
-				return true, 0, notReplicated // Acquire gives it back when it was not replicated
-			case 2:
-				return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, n, res[1])
-			}
-			// Wait at most until the earliest lease ends; a millisecond more, so that it has.
-			return false, core.RetryIn(res[1]), nil
-		},
-		Undo: func(ctx context.Context) { e.release(ctx, ids) },
-	})
-	if err != nil {
-		if unsure {
-			// Permit ids are unique, so giving them back is safe whether or not they were taken.
-			e.release(context.WithoutCancel(ctx), ids)
-		}
+	a.args = append([]string{"acquire", e.c.PublishCommand(), e.c.RequestID(), e.leaseMs}, ids...)
+	if _, err := e.c.Acquire(ctx, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
 		return nil, core.Errorf(expirableKind, e.name, err)
 	}
 	for i, id := range ids {
@@ -165,6 +137,35 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 	}
 	return ids, nil
 }
+
+// expirableAcquisition is what the tries of one Acquire share. Its permit ids are its trace: a try
+// sent again after a lost answer finds them taken, and Undo gives back exactly them.
+type expirableAcquisition struct {
+	e    *Expirable
+	n    int64
+	args []string
+}
+
+// Try sends one try.
+func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, error) {
+	reply, notReplicated := core.SplitReplication(a.e.c.SendAcquiring(ctx, expirableScript, a.e.keys, a.args))
+	res, err := reply.AsIntSlice()
+	if err != nil {
+		return false, 0, err
+	}
+	switch res[0] {
+	case 1:
+		return true, 0, notReplicated // Acquire gives it back when it was not replicated
+	case 2:
+		return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, a.n, res[1])
+	}
+	// Wait at most until the earliest lease ends; a millisecond more, so that it has.
+	return false, core.RetryIn(res[1]), nil
+}
+
+// Undo gives back the permits a try took: permit ids are unique, so giving them back is safe whether
+// or not they were taken.
+func (a *expirableAcquisition) Undo(ctx context.Context, _ bool) { a.e.release(ctx, a.args[4:]) }
 
 // Release gives back the permits with the given ids, all of them or, when one of them is not
 // acquired (its lease ended, it was released, or it never existed), none: the error then matches
@@ -214,8 +215,8 @@ func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error)
 // release runs the release of raw ids; it returns the 1-based position of an id that is not
 // acquired, or 0 when every id was released.
 func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
-	args := append([]string{"release", e.c.Publish()}, raw...)
-	res, err := e.c.Run(ctx, expirableScript, e.keys, args).AsIntSlice()
+	args := append([]string{"release", e.c.PublishCommand(), e.c.RequestID()}, raw...)
+	res, err := e.c.Send(core.Detach(ctx), expirableScript, e.keys, args).AsIntSlice()
 	if err != nil {
 		return 0, err
 	}
@@ -247,7 +248,7 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 	if err != nil {
 		return err
 	}
-	ok, err := e.c.RunAcquire(ctx, expirableScript, e.keys, []string{"lease", e.c.Publish(), ms, raw}).AsBool()
+	ok, err := e.c.SendAcquiring(ctx, expirableScript, e.keys, []string{"lease", e.c.PublishCommand(), "", ms, raw}).AsBool()
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, er
 	if err != nil {
 		return 0, core.Errorf(expirableKind, e.name, err)
 	}
-	ms, err := e.c.Run(ctx, expirableScript, e.keys, []string{"left", e.c.Publish(), raw}).AsInt64()
+	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.PublishCommand(), "", raw}).AsInt64()
 	switch {
 	case err != nil:
 		return 0, core.Errorf(expirableKind, e.name, err)
@@ -313,7 +314,7 @@ func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error
 	if ctx == nil {
 		return 0, 0, core.Invalid(expirableKind, e.name, "nil context")
 	}
-	res, err := e.c.Run(ctx, expirableScript, e.keys, []string{"count", e.c.Publish()}).AsIntSlice()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.PublishCommand(), ""}).AsIntSlice()
 	if err != nil {
 		return 0, 0, core.Errorf(expirableKind, e.name, err)
 	}
@@ -354,10 +355,12 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 	if ctx == nil {
 		return 0, core.Invalid(expirableKind, e.name, "nil context")
 	}
-	res, err := e.c.Run(ctx, expirableScript, e.keys, []string{op, e.c.Publish(), itoa(n)}).AsInt64()
+	rid := e.c.RequestID()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.PublishCommand(), rid, itoa(n)}).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(expirableKind, e.name, err)
 	}
+	e.c.DeleteKeyLater(e.keys[3] + rid)
 	return res, nil
 }
 
@@ -368,10 +371,12 @@ func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(expirableKind, e.name, "nil context")
 	}
-	n, err := e.c.Run(ctx, expirableScript, e.keys, []string{"delete", e.c.Publish()}).AsInt64()
+	rid := e.c.RequestID()
+	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.PublishCommand(), rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(expirableKind, e.name, err)
 	}
+	e.c.DeleteKeyLater(e.keys[3] + rid)
 	return n > 0, nil
 }
 
@@ -386,7 +391,7 @@ func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 		return false, core.Errorf(expirableKind, e.name, err)
 	}
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	ok, err := e.c.Run(ctx, expirableScript, e.keys, []string{"expire", e.c.Publish(), ms}).AsBool()
+	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.PublishCommand(), "", ms}).AsBool()
 	if err != nil {
 		return false, core.Errorf(expirableKind, e.name, err)
 	}

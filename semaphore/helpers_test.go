@@ -2,11 +2,8 @@ package semaphore_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"strings"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/lua"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -29,19 +27,7 @@ func unique(prefix string) string {
 }
 
 // scriptSHA returns the SHA1 that EVALSHA sends for the script lua.Load makes of files.
-func scriptSHA(t testing.TB, files ...string) string {
-	t.Helper()
-	parts := make([]string, len(files))
-	for i, f := range files {
-		src, err := os.ReadFile("../lua/" + f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts[i] = string(src)
-	}
-	sum := sha1.Sum([]byte(strings.Join(parts, "\n")))
-	return hex.EncodeToString(sum[:])
-}
+func scriptSHA(t testing.TB, files ...string) string { return lua.Load(files...).SHA1() }
 
 // spy is a rueidis client that watches the scripts a Client runs: it counts the calls that match,
 // and runs after on each of them once Redis has answered.
@@ -49,9 +35,9 @@ type spy struct {
 	rueidis.Client
 	match func(args []string) bool
 	calls atomic.Int64
-	// lose makes matching calls run on the server but answer with a connection error, as when the
-	// connection breaks after the command was sent.
-	lose atomic.Bool
+	// lose makes that many matching calls (all, when negative) run on the server but answer with a
+	// connection error, as when the connection breaks after the command was sent.
+	lose atomic.Int64
 
 	mu    sync.Mutex
 	after func()
@@ -69,10 +55,8 @@ func (s *spy) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
 		if after != nil {
 			after()
 		}
-		if s.lose.Load() {
-			gone, cancel := context.WithCancel(context.Background())
-			cancel()
-			res = s.Client.Do(gone, s.Client.B().Ping().Build())
+		if n := s.lose.Load(); n < 0 || (n > 0 && s.lose.CompareAndSwap(n, n-1)) {
+			res = rueidis.NewErrorResult(io.ErrUnexpectedEOF)
 		}
 	}
 	return res
@@ -98,7 +82,7 @@ func spied(t *testing.T, tg *testkit.Target, match func(args []string) bool, opt
 
 // waiting returns how many goroutines of c wait on the semaphore channel of name.
 func waiting(c *redisync.Client, name string) int {
-	return core.Of(c).Notifier().Waiting(core.Of(c).Prefixed("redisson_sc", name))
+	return core.Of(c).Notifier().Waiting(core.Of(c).Names().Prefixed("redisson_sc", name))
 }
 
 // channelOf is the Redisson channel of a semaphore, spelled out rather than computed, so that a

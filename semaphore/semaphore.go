@@ -36,17 +36,17 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 var (
-	acquireScript = lua.Load("wake_records.lua", "semaphore_acquire.lua")
-	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_add.lua")
-	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_try_set.lua")
-	forgetScript  = lua.LoadRetryable("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
-	drainScript   = lua.Load("semaphore_drain.lua")
-	deleteScript  = lua.Load("semaphore_delete.lua")
+	acquireScript = lua.Load("wake_records.lua", "once.lua", "semaphore_acquire.lua")
+	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_add.lua")
+	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_try_set.lua")
+	forgetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
+	drainScript   = lua.Load("once.lua", "semaphore_drain.lua")
+	deleteScript  = lua.Load("once.lua", "semaphore_delete.lua")
 )
 
 // lingerMs: a client keeps listening on a semaphore's wake channel this long after its last waiter
@@ -66,10 +66,10 @@ type Semaphore struct {
 	name    string
 	channel string
 	// The hand-over (semaphore_wake.lua): the scripts' KEYS (the count, the channel, waiter records,
-	// clients, wake channels' prefix, grants), and this client's wake channel. windowMs is "0" where
-	// it is off.
-	keys     [6]string
-	tryKeys  [4]string // the acquire script's: the count, waiter records, clients, grants
+	// clients, wake channels' prefix, grants, memos' prefix), and this client's wake channel. windowMs
+	// is "0" where it is off.
+	keys     [7]string
+	tryKeys  [5]string // the acquire script's: the count, waiter records, clients, grants, memos' prefix
 	wake     string
 	windowMs string
 }
@@ -81,22 +81,20 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Semaphore{c: cc, name: name, channel: channel(cc, name), windowMs: "0"}
+	s := &Semaphore{c: cc, name: name, channel: channel(cc, name)}
 	side := cc.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
-		"redisync_semaphore__wake", "redisync_semaphore_grants")
-	s.keys = [6]string{name, s.channel, side[0], side[1], side[2] + ":", side[3]}
-	s.tryKeys = [4]string{name, side[0], side[1], side[3]}
+		"redisync_semaphore__wake:", "redisync_semaphore_grants", "redisync_once:")
+	s.keys = [7]string{name, s.channel, side[0], side[1], side[2], side[3], side[4]}
+	s.tryKeys = [5]string{name, side[0], side[1], side[3], side[4]}
 	s.wake = s.keys[4] + s.c.ID()
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only announces the count.
-	if s.c.NumSub() != "" {
-		s.windowMs = s.c.WaitWindowMs()
-	}
+	s.windowMs = s.c.WaitWindowMs()
 	return s, nil
 }
 
 // channel is where every semaphore of name announces its new count.
-func channel(c *core.Client, name string) string { return c.Prefixed("redisson_sc", name) }
+func channel(c *core.Client, name string) string { return c.Names().Prefixed("redisson_sc", name) }
 
 // Name returns the semaphore's name, which is also its key in Redis.
 func (s *Semaphore) Name() string { return s.name }
@@ -121,11 +119,13 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 	if err := s.check(ctx, n, 0); err != nil {
 		return false, err
 	}
-	args := []string{itoa(n), s.c.Publish(), s.c.NumSub(), itoa(ttl.Milliseconds())}
-	ok, err := s.c.Run(ctx, trySetScript, s.keys[:], args).AsBool()
+	rid := s.c.RequestID()
+	args := []string{itoa(n), s.c.PublishCommand(), s.c.CountCommand(), itoa(ttl.Milliseconds()), rid}
+	ok, err := s.c.Send(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
+	s.c.DeleteKeyLater(s.keys[6] + rid)
 	return ok, nil
 }
 
@@ -174,17 +174,12 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		}
 		return nil
 	}
-	a := &acquisition{s: s}
+	a := &acquisition{s: s, n: n}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
-	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.ID(), argLinger: lingerMs, argRecorded: "0"}
-	w := core.Wait{
-		Channel: s.channel,
-		Weight:  n,
-		Policy:  wake,
-		Try:     a.try,
-		Undo:    func(ctx context.Context) { s.release(ctx, n, true) },
-	}
+	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.ID(), argLinger: lingerMs,
+		argRecorded: "0", argRid: s.c.RequestID()}
+	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" && !s.c.AcksReplicas(ctx, s.name) { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
@@ -194,6 +189,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		}
 		return core.Errorf(kind, s.name, err)
 	}
+	s.c.DeleteKeyLater(s.keys[6] + a.args[argRid]) // the try's memo
 	return nil
 }
 
@@ -205,19 +201,22 @@ const (
 	argClient   // this client's id, for the clients' record
 	argLinger   // ms the client listens after its last waiter left
 	argRecorded // "1" once a try recorded the waiter
+	argRid      // the acquisition's request id: a try that takes the permits keeps a memo under it
 	nArgs
 )
 
 // acquisition is what the tries of one Acquire share, in one allocation.
 type acquisition struct {
 	s     *Semaphore
+	n     int64
 	args  [nArgs]string
 	score int64 // the score the last failed try gave the record: a grant must have come after it
 }
 
-func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
+// Try sends one try.
+func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	s := a.s
-	reply, notReplicated := core.SplitReplication(s.c.RunAcquire(ctx, acquireScript, s.tryKeys[:], a.args[:]))
+	reply, notReplicated := core.SplitReplication(s.c.SendAcquiring(ctx, acquireScript, s.tryKeys[:], a.args[:]))
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -232,12 +231,25 @@ func (a *acquisition) try(ctx context.Context) (bool, time.Duration, error) {
 	return false, 0, nil
 }
 
+// Undo gives back the permits a try took: sure of it, as a release that only a semaphore that still
+// exists takes; unsure (the try's answer never came), only if the try's memo says it took them.
+func (a *acquisition) Undo(ctx context.Context, sure bool) {
+	s := a.s
+	if sure {
+		s.release(ctx, a.n, true)
+		s.c.DeleteKeyLater(s.keys[6] + a.args[argRid])
+		return
+	}
+	args := []string{itoa(a.n), s.c.PublishCommand(), s.c.CountCommand(), "1", a.args[argRid]}
+	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteKeyLater(s.keys[6] + a.args[argRid]) })
+}
+
 // Tag names the waiter's record (semaphore_wake.lua), unique to this acquisition, and makes the
 // tries from now on leave it.
 func (a *acquisition) Tag() string {
 	if a.args[argRecord] == "" {
 		a.args[argWindow] = a.s.windowMs
-		a.args[argRecord] = a.s.c.Record(a.s.c.ID(), a.args[argPermits]) // '<client id>:<attempt>:<permits>'
+		a.args[argRecord] = a.s.c.RequestID() + ":" + a.args[argPermits] // "<client id>:<attempt>:<permits>"
 	}
 	return a.args[argRecord]
 }
@@ -261,7 +273,7 @@ func (a *acquisition) Stray(member, _ string) { a.s.forget(context.Background(),
 func (s *Semaphore) forget(ctx context.Context, member string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
-	s.c.Run(ctx, forgetScript, s.keys[:], []string{member, s.c.Publish(), s.c.NumSub()})
+	s.c.Send(ctx, forgetScript, s.keys[:6], []string{member, s.c.PublishCommand(), s.c.CountCommand()})
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package
@@ -297,7 +309,11 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 	if ifExists {
 		flag = "1"
 	}
-	err := s.c.Run(ctx, addScript, s.keys[:], []string{itoa(n), s.c.Publish(), s.c.NumSub(), flag}).Error()
+	rid := s.c.RequestID()
+	err := s.c.Send(core.Detach(ctx), addScript, s.keys[:], []string{itoa(n), s.c.PublishCommand(), s.c.CountCommand(), flag, rid}).Error()
+	if err == nil || rueidis.IsRedisNil(err) {
+		s.c.DeleteKeyLater(s.keys[6] + rid)
+	}
 	if rueidis.IsRedisNil(err) {
 		return false, nil
 	}
@@ -315,10 +331,12 @@ func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, s.name, "nil context")
 	}
-	ok, err := s.c.Run(ctx, deleteScript, s.keys[:], nil).AsBool()
+	rid := s.c.RequestID()
+	ok, err := s.c.Send(ctx, deleteScript, s.keys[:], []string{rid}).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
+	s.c.DeleteKeyLater(s.keys[6] + rid)
 	return ok, nil
 }
 
@@ -368,10 +386,12 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if ctx == nil {
 		return 0, core.Invalid(kind, s.name, "nil context")
 	}
-	n, err := s.c.Run(ctx, drainScript, []string{s.name}, nil).AsInt64()
+	rid := s.c.RequestID()
+	n, err := s.c.Send(ctx, drainScript, []string{s.name, s.keys[6]}, []string{rid}).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(kind, s.name, err)
 	}
+	s.c.DeleteKeyLater(s.keys[6] + rid)
 	return n, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/lua"
 )
 
 // TestNoDamage: no subcommand changes or deletes a key that is not its primitive's: it refuses with
@@ -75,22 +77,14 @@ func TestNoDamage(t *testing.T) {
 		}
 	}
 	// The library's script refuses on its own, atomically: the check before it is not the only one.
-	if _, err := tg.Servers[0].Do("EVAL", mustRead(t, "../../lua/countdown_down.lua"), "2", "app-zero", "ch", "publish"); err == nil ||
+	down := lua.Load("once.lua", "countdown_down.lua")
+	if err := down.Exec(context.Background(), rdb, []string{"app-zero", "ch", "memo:"}, []string{"publish", "1"}).Error(); err == nil ||
 		!strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Errorf("countdown_down.lua on a foreign key: %v", err)
 	}
 	if after := snapshot(); after != before {
 		t.Fatalf("the script changed Redis:\nbefore %s\nafter  %s", before, after)
 	}
-}
-
-func mustRead(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestWaitFlags: --wait in plain seconds as flock's -w, -n, -E, --version.
@@ -197,4 +191,13 @@ func TestInspectNamesHolder(t *testing.T) {
 	if n := testkit.DoString(t, rdb, "EXISTS", "redisync_holder:{report}", "redisync_holder:{pool}"); n != "0" {
 		t.Error("holder entries left after release")
 	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

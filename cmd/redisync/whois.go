@@ -24,7 +24,7 @@ const whoisPrefix = "redisync_holder"
 func whoisKey(c *redisync.Client, name string) string {
 	cc := core.Of(c)
 	key, _ := cc.Name("", name) // the name has been checked when the object was made
-	return cc.Prefixed(whoisPrefix, key)
+	return cc.Names().Prefixed(whoisPrefix, key)
 }
 
 // holderInfo says who holds: what an operator needs to find the process.

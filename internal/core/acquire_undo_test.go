@@ -9,9 +9,23 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/pubsub"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/pubsub"
 )
+
+// funcTries is core.Tries made of funcs.
+type funcTries struct {
+	try  func(context.Context) (bool, time.Duration, error)
+	undo func(context.Context)
+}
+
+func (t funcTries) Try(ctx context.Context) (bool, time.Duration, error) { return t.try(ctx) }
+
+func (t funcTries) Undo(ctx context.Context, _ bool) {
+	if t.undo != nil {
+		t.undo(ctx)
+	}
+}
 
 // A try that acquired but reports an error (a write the replicas did not acknowledge) is given back
 // with Undo, and Acquire returns the error, whether or not the caller's ctx can end.
@@ -30,8 +44,8 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 		undone := 0
 		_, err := cc.Acquire(ctx, time.Second, core.Wait{
 			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
-			Try:  func(context.Context) (bool, time.Duration, error) { return true, 0, notReplicated },
-			Undo: func(context.Context) { undone++ },
+			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { return true, 0, notReplicated },
+				undo: func(context.Context) { undone++ }},
 		})
 		if !errors.Is(err, core.ErrNotReplicated) {
 			t.Fatalf("%s: %v, want ErrNotReplicated", name, err)
@@ -52,12 +66,12 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 	blockingTry := func(entered chan<- struct{}, proceed <-chan struct{}, undone chan<- struct{}) core.Wait {
 		return core.Wait{
 			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
-			Try: func(context.Context) (bool, time.Duration, error) {
+			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 				entered <- struct{}{}
 				<-proceed
 				return true, 0, nil
 			},
-			Undo: func(context.Context) { undone <- struct{}{} },
+				undo: func(context.Context) { undone <- struct{}{} }},
 		}
 	}
 
@@ -132,7 +146,7 @@ func TestAcquireGivesBackLateTry(t *testing.T) {
 	var lateReturned time.Time
 	start, err := cc.Acquire(context.Background(), time.Minute, core.Wait{
 		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
-		Try: func(context.Context) (bool, time.Duration, error) {
+		Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 			tries++
 			if tries == 1 {
 				time.Sleep(lease / 2) // a reply held up for half the lease
@@ -140,7 +154,7 @@ func TestAcquireGivesBackLateTry(t *testing.T) {
 			}
 			return true, 0, nil
 		},
-		Undo: func(context.Context) { undone++ },
+			undo: func(context.Context) { undone++ }},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -181,9 +195,9 @@ func TestAcquireHandOver(t *testing.T) {
 			go func() {
 				_, err := cc.Acquire(context.Background(), time.Minute, core.Wait{
 					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
-					Try: func(context.Context) (bool, time.Duration, error) {
+					Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 						return tries.Add(1) > 2, time.Minute, nil // the first two fail: before and after subscribing
-					},
+					}},
 				})
 				done <- err
 			}()

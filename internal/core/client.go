@@ -1,5 +1,7 @@
-// Package core is the machinery every primitive shares: the connection, the owner identity, the
-// notifier, the watchdog and the record of this client's holds. Package redisync is its public face.
+// Package core is the engine every primitive of redisync runs on; package redisync is its public
+// face. Each file is one room: the Client and its connection (this file), names, errors, events,
+// owners in the ctx, holds, waiting, the watchdog, replica acknowledgement, sending scripts exactly
+// once, and the hash locks that rlock, fairlock and rwlock describe as data (lock.go).
 package core
 
 import (
@@ -14,7 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/internal/pubsub"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // Defaults shared by every primitive.
@@ -28,26 +31,22 @@ type Config struct {
 	// WatchdogTimeout is the TTL of a lock held without a fixed lease; the watchdog renews it every
 	// third of that.
 	WatchdogTimeout time.Duration
-	// Recheck bounds how long a waiter trusts notifications alone: after that long without news it
-	// tries again, so a lost message or a holder that set no expiry never costs more.
+	// Recheck bounds how long a waiter trusts notifications alone before it tries again.
 	Recheck time.Duration
-	// ReplicaAck, when not 0, makes every acquiring write wait for replicas (see RunAcquire): that
-	// many replicas, or AllReplicas. ReplicaAckTimeout bounds each wait.
-	ReplicaAck        int
-	ReplicaAckTimeout time.Duration
-	// ReplicaAckByDefault: ReplicaAck is the default (AllReplicas, 1 s, as Redisson's
-	// checkLockSyncedSlaves), which waits for replicas only, never for the master's AOF fsync.
+	// ReplicaAck, when not 0, makes every acquiring write wait for that many replicas (AllReplicas:
+	// as many as the master has), each wait bounded by ReplicaAckTimeout. ReplicaAckByDefault: it is
+	// Redisson's default, which waits for replicas only, never for the master's AOF fsync.
+	ReplicaAck          int
+	ReplicaAckTimeout   time.Duration
 	ReplicaAckByDefault bool
 	// StallBound is how long the connection may take to fail a command that a stalled server never
-	// answers (0: unknown). A try that ctx's deadline could come before runs apart from its caller.
+	// answers (0: unknown): a try that ctx's deadline could come before runs apart from its caller.
 	StallBound time.Duration
-	// Logger receives what would otherwise pass silently (a hold dropped without Unlock, a hold lost,
-	// a failed renewal, a reconnect); nil means slog.Default().
+	// Logger receives what would otherwise pass silently; nil means slog.Default().
 	Logger *slog.Logger
-	// Events, when set, receives every Event, on the goroutine where it happens (see Event).
+	// Events, when set, receives every Event, on the goroutine where it happens.
 	Events func(Event)
-	// NameMapper, when set, maps every object name before keys and channels are built from it
-	// (Redisson's NameMapper.map; see Client.Name).
+	// NameMapper, when set, maps every object name before keys and channels are built from it.
 	NameMapper func(string) string
 }
 
@@ -65,22 +64,27 @@ type Client struct {
 	cluster  bool
 	id       string
 	cfg      Config
-	publish  string
-	numsub   string
 	notifier *pubsub.Notifier
-	watchdog *Watchdog
+	watchdog *watchdog
 	replicas replicaCache
 	deletes  deletes
 	listings listings
 
+	// The scripts' ways to publish and to count a channel's subscribers: PUBLISH and PUBSUB NUMSUB,
+	// or their sharded forms on a Redis 7+ cluster. counts is false where a count cannot be trusted
+	// (classic Pub/Sub on a cluster counts the subscribers of one node only).
+	publish, numsub string
+	counts          bool
+
 	requests atomic.Uint64
 
-	watchdogMs, windowMs string // the defaults scripts are given, formatted once
+	watchdogMs, windowMs string // the default lease and the wait window, as scripts take them
 
 	mu     sync.Mutex
 	holds  map[holdID]*hold
 	closed bool
 	done   chan struct{}
+	wg     sync.WaitGroup // calls finishing in the background (once.go)
 }
 
 // New wraps rdb. When owns is true, Close closes rdb too.
@@ -91,8 +95,9 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	if cfg.Recheck == 0 {
 		cfg.Recheck = DefaultRecheck
 	}
+	cluster := rdb.Mode() == rueidis.ClientModeCluster
 	sharded := false
-	if rdb.Mode() == rueidis.ClientModeCluster {
+	if cluster {
 		v, err := serverMajorVersion(rdb)
 		if err != nil {
 			return nil, err
@@ -102,25 +107,25 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	c := &Client{
 		rdb:     rdb,
 		ownsRDB: owns,
-		cluster: rdb.Mode() == rueidis.ClientModeCluster,
+		cluster: cluster,
 		id:      uuid.NewString(),
 		cfg:     cfg,
 		publish: "publish",
 		numsub:  "numsub",
+		counts:  !cluster || sharded,
 		holds:   make(map[holdID]*hold),
 		done:    make(chan struct{}),
 	}
-	c.watchdogMs = strconv.FormatInt(cfg.WatchdogTimeout.Milliseconds(), 10)
-	c.windowMs = strconv.FormatInt(c.WaitWindow().Milliseconds(), 10)
-	switch {
-	case sharded:
+	if sharded {
 		c.publish, c.numsub = "spublish", "shardnumsub"
-	case rdb.Mode() == rueidis.ClientModeCluster:
-		c.numsub = "" // classic Pub/Sub counts the subscribers of one node only
 	}
+	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
-	c.watchdog = newWatchdog(c.RunAcquire, c.renewalFailed, cfg.WatchdogTimeout, rdb.Mode() == rueidis.ClientModeCluster)
+	renew := func(ctx context.Context, s *lua.Script, keys, args []string, bound time.Duration) rueidis.RedisResult {
+		return c.send(ctx, s, keys, args, true, bound)
+	}
+	c.watchdog = newWatchdog(renew, c.renewalFailed, cfg.WatchdogTimeout, cluster)
 	return c, nil
 }
 
@@ -146,7 +151,7 @@ func serverMajorVersion(rdb rueidis.Client) (int, error) {
 
 // Close stops the watchdog and the notifier. Locks still held are not released: their renewal stops,
 // so they expire within one watchdog timeout (or at the end of their fixed lease), and their holders'
-// contexts end with ErrClosed.
+// contexts end with ErrClosed. Calls finishing in the background get flushBound more.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -155,7 +160,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.done)
-	var all []*hold
+	all := make([]*hold, 0, len(c.holds))
 	for _, h := range c.holds {
 		all = append(all, h)
 	}
@@ -166,9 +171,16 @@ func (c *Client) Close() error {
 	}
 	c.notifier.Close()
 	c.closeDeletes()
-	if c.ownsRDB {
-		c.rdb.Close()
+	finished := make(chan struct{})
+	go func() { c.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(flushBound):
 	}
+	if c.ownsRDB {
+		c.rdb.Close() // fails what is still in flight at once
+	}
+	<-finished
 	return nil
 }
 
@@ -181,42 +193,66 @@ func (c *Client) ID() string { return c.id }
 // Config returns the client's configuration with defaults filled in.
 func (c *Client) Config() Config { return c.cfg }
 
-// Owner returns the owner field "<clientID>:<ownerID>" that Redis stores for owner id.
-func (c *Client) Owner(id int64) string { return numbered([]string{c.id}, id) }
+// Notifier returns the client's notifier.
+func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
 
-// LeaseMs returns lease in milliseconds, as scripts take it; lease 0 is the watchdog timeout.
-func (c *Client) LeaseMs(lease time.Duration) string {
+// Closed reports whether Close was called.
+func (c *Client) Closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Renewals returns how many holds the watchdog renews (for leak checks in tests).
+func (c *Client) Renewals() int { return c.watchdog.len() }
+
+// Holds returns how many holds this client records (for leak checks in tests).
+func (c *Client) Holds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.holds)
+}
+
+// waitWindow is how long a waiter's record in Redis says it will keep waiting without trying again:
+// twice the recheck interval, the longest a live waiter goes without a try.
+func (c *Client) waitWindow() time.Duration { return 2 * c.cfg.Recheck }
+
+// leaseMs returns lease in milliseconds, as scripts take it; lease 0 is the watchdog timeout.
+func (c *Client) leaseMs(lease time.Duration) string {
 	if lease == 0 {
 		return c.watchdogMs
 	}
-	return strconv.FormatInt(lease.Milliseconds(), 10)
+	return ms(lease)
 }
 
-// WaitWindowMs is WaitWindow in milliseconds.
-func (c *Client) WaitWindowMs() string { return c.windowMs }
+// PublishCommand returns the command scripts publish with: PUBLISH, or SPUBLISH on a Redis 7+ cluster,
+// where the notifier subscribes with SSUBSCRIBE.
+func (c *Client) PublishCommand() string { return c.publish }
 
-// Publish returns the command that scripts publish with: "spublish" on a Redis 7+ cluster, where the
-// notifier uses sharded Pub/Sub, else "publish".
-func (c *Client) Publish() string { return c.publish }
-
-// Record returns "<field>:<n>:<a>:<b>...", n a number this client never used before: the name of one
-// waiter's record, unique among all waiters, in one allocation.
-func (c *Client) Record(field string, parts ...string) string {
-	return numbered([]string{field}, int64(c.requests.Add(1)), parts...)
-}
-
-// RequestID returns an id never returned before by any client: the client's UUID and a counter. It
-// names a request's record in Redis (an unlock latch), so that a retried request finds it.
-func (c *Client) RequestID() string { return c.RequestKey("") }
-
-// RequestKey returns "prefix:" and a new RequestID, in one allocation (the id alone for prefix "").
-func (c *Client) RequestKey(prefix string) string {
-	n := int64(c.requests.Add(1))
-	if prefix == "" {
-		return numbered([]string{c.id}, n)
+// CountCommand returns the PUBSUB subcommand that scripts count a channel's subscribers with
+// (NUMSUB, or SHARDNUMSUB), or "" where a count cannot be trusted: on a cluster with classic Pub/Sub
+// a node counts its own subscribers only. Scripts given "" wake everyone, as Redisson does.
+func (c *Client) CountCommand() string {
+	if !c.counts {
+		return ""
 	}
-	return numbered([]string{prefix, c.id}, n)
+	return c.numsub
 }
+
+// WaitWindowMs is how long a waiter's record in Redis lasts, in ms: twice the recheck interval, the
+// longest a live waiter goes without a try. "0" where releases hand nothing over (CountCommand "").
+func (c *Client) WaitWindowMs() string {
+	if !c.counts {
+		return "0"
+	}
+	return c.windowMs
+}
+
+// ms formats d in milliseconds, as scripts take durations.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // numbered joins head, n in decimal and tail with ':' in one allocation.
 func numbered(head []string, n int64, tail ...string) string {
@@ -242,37 +278,13 @@ func numbered(head []string, n int64, tail ...string) string {
 	return b.String()
 }
 
-// NumSub returns the PUBSUB subcommand that counts a channel's subscribers where the scripts can
-// trust it ("numsub", "shardnumsub"), or "" on a cluster with classic Pub/Sub, where a node counts
-// only its own subscribers.
-func (c *Client) NumSub() string { return c.numsub }
+// unwrap returns the Client behind a *redisync.Client. Package redisync sets it in its init, as this
+// package cannot import it; every package that holds a *redisync.Client has imported redisync, so it
+// is set before anyone can call Of.
+var unwrap func(any) *Client
 
-// WaitWindow is how long a waiter's record in Redis says it will keep waiting without trying again:
-// twice the recheck interval, the longest a live waiter goes without a try.
-func (c *Client) WaitWindow() time.Duration { return 2 * c.cfg.Recheck }
+// SetUnwrap is for package redisync's init only.
+func SetUnwrap(f func(any) *Client) { unwrap = f }
 
-// Notifier returns the client's notifier.
-func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
-
-// Done is closed when the client is closed.
-func (c *Client) Done() <-chan struct{} { return c.done }
-
-// Closed reports whether Close was called.
-func (c *Client) Closed() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Renewals returns how many holds the watchdog renews (for leak checks in tests).
-func (c *Client) Renewals() int { return c.watchdog.Len() }
-
-// Holds returns how many holds this client records (for leak checks in tests).
-func (c *Client) Holds() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.holds)
-}
+// Of returns the Client behind c, a *redisync.Client (nil for a nil one).
+func Of(c any) *Client { return unwrap(c) }

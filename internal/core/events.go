@@ -63,7 +63,7 @@ func (c *Client) emit(e Event) {
 	}
 }
 
-// acquiring is what AcquireHold measures of one acquisition while events are observed.
+// acquiring is what a lock's acquisition measures of one acquisition while events are observed.
 type acquiring struct {
 	start  time.Time
 	grants *claimWatch
@@ -84,11 +84,11 @@ func (c *Client) observeAcquire(w *Wait) acquiring {
 }
 
 // acquired reports the acquisition measured by m.
-func (c *Client) acquired(m acquiring, spec HoldSpec) {
+func (c *Client) acquired(m acquiring, kind, name string) {
 	if m.start.IsZero() {
 		return
 	}
-	c.emit(Event{Kind: EventAcquired, Primitive: spec.Kind, Name: spec.Name, Wait: time.Since(m.start),
+	c.emit(Event{Kind: EventAcquired, Primitive: kind, Name: name, Wait: time.Since(m.start),
 		HandedOver: m.grants != nil && m.grants.claimed})
 }
 

@@ -13,9 +13,9 @@ type listings struct {
 	at map[string]time.Time
 }
 
-// ListAgain reports whether a try on the object whose clients record is key must list this client
+// listAgain reports whether a try on the object whose clients record is key must list this client
 // again: it has not, or did more than every ago.
-func (c *Client) ListAgain(key string, every time.Duration) bool {
+func (c *Client) listAgain(key string, every time.Duration) bool {
 	l := &c.listings
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -23,9 +23,9 @@ func (c *Client) ListAgain(key string, every time.Duration) bool {
 	return !ok || time.Since(at) >= every
 }
 
-// Listed notes that a try sent at sent listed this client in the clients record key. Listings
+// listed notes that a try sent at sent listed this client in the clients record key. Listings
 // older than every are forgotten as the map grows, so that it holds about the names in use.
-func (c *Client) Listed(key string, sent time.Time, every time.Duration) {
+func (c *Client) listed(key string, sent time.Time, every time.Duration) {
 	l := &c.listings
 	l.mu.Lock()
 	defer l.mu.Unlock()

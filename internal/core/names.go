@@ -26,18 +26,46 @@ type Names struct {
 // Names returns the naming of the client's deployment.
 func (c *Client) Names() Names { return Names{Cluster: c.cluster} }
 
-// Cluster reports whether the client talks to a Redis Cluster, where names must keep their slot.
-func (c *Client) Cluster() bool { return c.cluster }
+// SideKeys returns the side keys of name, each given by its form: "prefix" for "prefix:{name}",
+// "prefix:" for "prefix:{name}:", ":suffix" for "{name}:suffix", ":" for "{name}:". They are cut
+// from one string, so that a primitive built per request (a lock per order id, say) pays one
+// allocation for all its names.
+func (c *Client) SideKeys(name string, forms ...string) []string {
+	return c.Names().sideKeys(name, forms)
+}
 
-// Prefixed is Names().Prefixed.
-func (c *Client) Prefixed(prefix, name string) string { return c.Names().Prefixed(prefix, name) }
-
-// Suffixed is Names().Suffixed.
-func (c *Client) Suffixed(name, suffix string) string { return c.Names().Suffixed(name, suffix) }
-
-// SideKeys is Names().SideKeys.
-func (c *Client) SideKeys(name string, prefixes ...string) []string {
-	return c.Names().SideKeys(name, prefixes...)
+func (n Names) sideKeys(name string, forms []string) []string {
+	redisson := n.redisson(name)
+	var b strings.Builder
+	size := 0
+	for _, f := range forms {
+		size += len(f) + len(name) + 8
+	}
+	b.Grow(size)
+	var buf [8]int
+	ends := buf[:0]
+	if len(forms) > len(buf) {
+		ends = make([]int, 0, len(forms))
+	}
+	for _, f := range forms {
+		switch {
+		case strings.HasPrefix(f, ":"):
+			b.WriteString(suffixed(name, f[1:], redisson))
+		case strings.HasSuffix(f, ":"):
+			writePrefixed(&b, f[:len(f)-1], name, redisson)
+			b.WriteByte(':')
+		default:
+			writePrefixed(&b, f, name, redisson)
+		}
+		ends = append(ends, b.Len())
+	}
+	all := b.String()
+	keys := make([]string, len(forms))
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
+	return keys
 }
 
 // Prefixed returns the side key or channel "prefix:{name}" (see above for the exact rule).
@@ -60,34 +88,6 @@ func (n Names) Braced(prefix, name, fallback string) string {
 		return ch
 	}
 	return n.Prefixed(fallback, name)
-}
-
-// SideKeys returns Prefixed(prefix, name) for each prefix, cut from one string so that a primitive
-// built per request (a lock per order id, say) pays one allocation for all its names.
-func (n Names) SideKeys(name string, prefixes ...string) []string {
-	redisson := n.redisson(name)
-	var b strings.Builder
-	size := 0
-	for _, p := range prefixes {
-		size += len(p) + len(name) + 8
-	}
-	b.Grow(size)
-	var buf [8]int
-	ends := buf[:0]
-	if len(prefixes) > len(buf) {
-		ends = make([]int, 0, len(prefixes))
-	}
-	for _, p := range prefixes {
-		writePrefixed(&b, p, name, redisson)
-		ends = append(ends, b.Len())
-	}
-	all := b.String()
-	keys := make([]string, len(prefixes))
-	start := 0
-	for i, end := range ends {
-		keys[i], start = all[start:end], end
-	}
-	return keys
 }
 
 // redisson reports whether name's side keys are Redisson's: everywhere but on a cluster, where only

@@ -58,7 +58,7 @@ func FuzzNames(f *testing.F) {
 		}
 		type pair struct{ got, redisson string }
 		for _, n := range []Names{{}, {Cluster: true}} {
-			side := n.SideKeys(name, "redisson_lock_queue", "redisson_lock_timeout")
+			side := n.sideKeys(name, []string{"redisson_lock_queue", "redisson_lock_timeout"})
 			for _, p := range []pair{
 				{n.Prefixed("redisson_lock__channel", name), redissonPrefixed("redisson_lock__channel", name)},
 				{n.Prefixed("redisson_lock_token", name), redissonPrefixed("redisson_lock_token", name)},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -21,46 +20,6 @@ func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.Redis
 		return rueidis.NewErrorResult(fmt.Errorf("no answer from Redis within %v: %w", RetryBound, err))
 	}
 	return res
-}
-
-// What the locks kept as Redisson's hash (field = owner, value = hold count) answer alike.
-
-// Exists reports whether key exists.
-func (c *Client) Exists(ctx context.Context, kind, name, key string) (bool, error) {
-	n, err := c.Query(ctx, c.rdb.B().Exists().Key(key).Build()).AsInt64()
-	if err != nil {
-		return false, Errorf(kind, name, err)
-	}
-	return n == 1, nil
-}
-
-// HoldCount returns the hold count stored under field in the hash key (0 when there is none). ctx
-// names the owner and is used detached from its cancellation, as Unlock does: a hold's ctx ends when
-// the hold does, which is when a caller most wants to ask.
-func (c *Client) HoldCount(ctx context.Context, kind, name, key, field string) (int, error) {
-	n, err := c.Query(Detach(ctx), c.rdb.B().Hget().Key(key).Field(field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, Errorf(kind, name, err)
-	}
-	return int(n), nil
-}
-
-// TTL returns how long key lives unless renewed: 0 when it does not exist, -1 when it has no expiry.
-func (c *Client) TTL(ctx context.Context, kind, name, key string) (time.Duration, error) {
-	ms, err := c.Query(ctx, c.rdb.B().Pttl().Key(key).Build()).AsInt64()
-	if err != nil {
-		return 0, Errorf(kind, name, err)
-	}
-	switch ms {
-	case -2:
-		return 0, nil
-	case -1:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot

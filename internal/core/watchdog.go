@@ -13,27 +13,13 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-// RenewSpec says how the watchdog renews one hold. Script renews a batch of holds of one kind in one
-// call: KEYS are the Keys of every hold in turn, ARGV is the TTL in milliseconds followed by the Args of
-// every hold in turn, and it returns one integer per hold: 1 renewed, 0 gone. Every hold of one script
-// has the same number of keys and args.
-type RenewSpec struct {
-	Script *lua.Script
-	Keys   []string
-	Args   []string
-}
-
-// staleRetries bounds the immediate retries of a renewal that failed on a broken connection: one
-// per connection rueidis may have pipelined on (4 by default).
-const staleRetries = 4
-
-// isNetworkError reports whether err came from the connection rather than from Redis or the script.
-func isNetworkError(err error) bool {
-	if err == nil || errors.Is(err, ErrNotReplicated) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	_, fromRedis := rueidis.IsRedisErr(err)
-	return !fromRedis
+// renewal says how the watchdog renews one hold. script renews a batch of holds of one kind in one
+// call: KEYS are the keys of every hold in turn, ARGV is the TTL in milliseconds followed by the args
+// of every hold in turn, and it returns one integer per hold: 1 renewed, 0 gone. Every hold of one
+// script has the same number of keys and args.
+type renewal struct {
+	script     *lua.Script
+	keys, args []string
 }
 
 // maxBatch bounds the holds renewed by one script call, so that one call never blocks the server long.
@@ -41,7 +27,7 @@ const maxBatch = 500
 
 // entry is one hold registered with the watchdog.
 type entry struct {
-	spec RenewSpec
+	spec renewal
 	lost loser
 	slot uint16
 
@@ -51,12 +37,14 @@ type entry struct {
 	valid     time.Time // the lease surely lasts until then: last successful send + TTL - Drift
 }
 
-// Watchdog renews the leases of every hold of one client that has no fixed lease: one goroutine, one
+// watchdog renews the leases of every hold of one client that has no fixed lease: one goroutine, one
 // ticker at a third of the TTL, and one script call per batch of holds of the same kind and slot,
 // however many holds there are.
-type Watchdog struct {
-	exec func(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult
-	// failed, when set, hears of every batch whose renewal failed for a transient reason.
+type watchdog struct {
+	// exec sends a renewal: as an acquisition (replicas acknowledge it), sent again at once after a
+	// connection failure within bound.
+	exec func(ctx context.Context, s *lua.Script, keys, args []string, bound time.Duration) rueidis.RedisResult
+	// failed hears of every batch whose renewal failed for a transient reason.
 	failed func(batch []*entry, err error)
 	ttl    time.Duration
 	// cluster: batches are split by slot, since a script's keys must share one.
@@ -69,8 +57,8 @@ type Watchdog struct {
 
 // newWatchdog returns a running watchdog. On a cluster a batch holds keys of one slot only; on a
 // single server (or Sentinel) every hold of one kind goes in the same batches.
-func newWatchdog(exec func(context.Context, *lua.Script, []string, []string) rueidis.RedisResult, failed func([]*entry, error), ttl time.Duration, cluster bool) *Watchdog {
-	w := &Watchdog{exec: exec, failed: failed, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func newWatchdog(exec func(context.Context, *lua.Script, []string, []string, time.Duration) rueidis.RedisResult, failed func([]*entry, error), ttl time.Duration, cluster bool) *watchdog {
+	w := &watchdog{exec: exec, failed: failed, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -84,23 +72,23 @@ type lostFunc func(error)
 
 func (f lostFunc) lost(err error) { f(err) }
 
-func (w *Watchdog) add(spec RenewSpec, lost loser) *entry {
+func (w *watchdog) add(spec renewal, lost loser) *entry {
 	e := &entry{spec: spec, lost: lost}
-	if w.cluster && len(spec.Keys) > 0 {
-		e.slot = Slot(spec.Keys[0])
+	if w.cluster && len(spec.keys) > 0 {
+		e.slot = Slot(spec.keys[0])
 	}
 	w.readd(e)
 	return e
 }
 
-func (w *Watchdog) readd(e *entry) {
+func (w *watchdog) readd(e *entry) {
 	w.mu.Lock()
 	w.set[e] = struct{}{}
 	w.mu.Unlock()
 }
 
 // confirm starts renewing e, whose hold was acquired by a command sent at start.
-func (w *Watchdog) confirm(e *entry, start time.Time) {
+func (w *watchdog) confirm(e *entry, start time.Time) {
 	w.mu.Lock()
 	e.confirmed = true
 	if v := start.Add(w.ttl - Drift(w.ttl)); v.After(e.valid) {
@@ -116,26 +104,26 @@ func (w *Watchdog) confirm(e *entry, start time.Time) {
 func Drift(lease time.Duration) time.Duration { return min(lease/100+2*time.Millisecond, lease/2) }
 
 // freeze stops renewing e; the expiry timer still reports it lost when its lease may have ended.
-func (w *Watchdog) freeze(e *entry) {
+func (w *watchdog) freeze(e *entry) {
 	w.mu.Lock()
 	e.frozen = true
 	w.mu.Unlock()
 }
 
-func (w *Watchdog) remove(e *entry) {
+func (w *watchdog) remove(e *entry) {
 	w.mu.Lock()
 	delete(w.set, e)
 	w.mu.Unlock()
 }
 
-// Len returns how many holds are registered.
-func (w *Watchdog) Len() int {
+// len returns how many holds are registered.
+func (w *watchdog) len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.set)
 }
 
-func (w *Watchdog) close() {
+func (w *watchdog) close() {
 	select {
 	case <-w.stop:
 	default:
@@ -148,7 +136,7 @@ func (w *Watchdog) close() {
 // stalled server does not delay the expiry timer: a hold that no renewal has extended is reported lost
 // at the moment its lease may have ended, whether its renewals failed, are still in flight, or have
 // not started (a round stuck past a tick skips it).
-func (w *Watchdog) run() {
+func (w *watchdog) run() {
 	defer close(w.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -186,7 +174,7 @@ func (w *Watchdog) run() {
 }
 
 // arm sets the timer to the earliest end of a confirmed lease.
-func (w *Watchdog) arm(t *time.Timer) {
+func (w *watchdog) arm(t *time.Timer) {
 	w.mu.Lock()
 	var first time.Time
 	for e := range w.set {
@@ -202,7 +190,7 @@ func (w *Watchdog) arm(t *time.Timer) {
 }
 
 // expire reports lost every hold whose lease may have ended: no renewal has extended it in time.
-func (w *Watchdog) expire() {
+func (w *watchdog) expire() {
 	now := time.Now()
 	var lost []*entry
 	w.mu.Lock()
@@ -225,12 +213,12 @@ type batchKey struct {
 
 // renew renews every confirmed entry once. A batch that fails for a transient reason is tried again at
 // the next tick; meanwhile the expiry timer watches its entries' leases.
-func (w *Watchdog) renew(ctx context.Context) {
+func (w *watchdog) renew(ctx context.Context) {
 	w.mu.Lock()
 	groups := make(map[batchKey][]*entry)
 	for e := range w.set {
 		if e.confirmed && !e.frozen {
-			k := batchKey{e.spec.Script, e.slot}
+			k := batchKey{e.spec.script, e.slot}
 			groups[k] = append(groups[k], e)
 		}
 	}
@@ -257,26 +245,19 @@ func (w *Watchdog) renew(ctx context.Context) {
 	wg.Wait()
 }
 
-func (w *Watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry) {
-	keys := make([]string, 0, len(batch)*len(batch[0].spec.Keys))
-	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.Args))
+func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry) {
+	keys := make([]string, 0, len(batch)*len(batch[0].spec.keys))
+	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.args))
 	args[0] = ttl
 	for _, e := range batch {
-		keys = append(keys, e.spec.Keys...)
-		args = append(args, e.spec.Args...)
+		keys = append(keys, e.spec.keys...)
+		args = append(args, e.spec.args...)
 	}
+	// A renewal is idempotent: after a connection failure (a restart breaks every pipelined
+	// connection once) send re-sends it at once, within the round. The lease counts from the send
+	// that was answered, which is no later than this.
 	sent := time.Now()
-	res, err := w.exec(ctx, script, keys, args).AsIntSlice()
-	// After a server restart each of rueidis's pipelined connections fails once (EOF) before it is
-	// dialled again; waiting a tick per stale connection could let the lease run out. A renewal is
-	// idempotent, so a network error is retried at once.
-	for range staleRetries {
-		if !isNetworkError(err) || ctx.Err() != nil {
-			break
-		}
-		sent = time.Now()
-		res, err = w.exec(ctx, script, keys, args).AsIntSlice()
-	}
+	res, err := w.exec(ctx, script, keys, args, w.ttl/3).AsIntSlice()
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
 	}

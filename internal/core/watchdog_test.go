@@ -21,7 +21,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		entered := make(chan time.Time, 16)
-		stalled := func(ctx context.Context, _ *lua.Script, _, _ []string) rueidis.RedisResult {
+		stalled := func(ctx context.Context, _ *lua.Script, _, _ []string, _ time.Duration) rueidis.RedisResult {
 			entered <- time.Now()
 			<-ctx.Done() // a stalled server: no reply before the round's own timeout
 			return rueidis.RedisResult{}
@@ -29,12 +29,12 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("extend.lua", "rlock_renew.lua")
-		other := w.add(RenewSpec{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, lostFunc(func(error) {}))
+		other := w.add(renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}))
 		w.confirm(other, time.Now())
 
 		lost := make(chan time.Time, 1)
 		var cause error
-		e := w.add(RenewSpec{Script: script, Keys: []string{"late"}, Args: []string{"o"}}, lostFunc(func(err error) {
+		e := w.add(renewal{script: script, keys: []string{"late"}, args: []string{"o"}}, lostFunc(func(err error) {
 			cause = err
 			lost <- time.Now()
 		}))

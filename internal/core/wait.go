@@ -2,21 +2,14 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
-	"github.com/redisync/redisync/internal/pubsub"
+	"github.com/redisync/redisync/pubsub"
 )
 
-// Attempt is one try at acquiring. It reports success, or how long the current holder may keep the
-// object at most (its remaining lease; zero or less when unknown), which bounds the wait before the
-// next try. A try that acquired but must not keep it (its write was not acknowledged by the replicas:
-// see SplitReplication) reports ok together with the error; Acquire then gives it back with Undo.
-type Attempt func(ctx context.Context) (ok bool, retryIn time.Duration, err error)
+// Waiting: tries, release notifications and hand-overs.
 
 // Wait describes how a primitive waits for its object.
 type Wait struct {
@@ -30,42 +23,20 @@ type Wait struct {
 	Grants Grants
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
-	Try    Attempt
-	// Lease, when not 0, is how long an acquisition holds from when its try was sent. One learnt of
-	// late (a reply or a hand-over delayed by a stalled server) could end before the watchdog's first
-	// renewal, or may already have been overtaken: a try answered after half the lease is given back
-	// and tried again, and a hand-over that came that long after the last try is confirmed by a try
-	// (which takes it, renewing its lease, if it still stands). AcquireHold sets it.
+	Tries  Tries
+	// Lease, when not 0, is how long an acquisition holds from when its try was sent: one learnt of
+	// so late (a reply or a hand-over delayed by a stalled server) that half of it has gone is given
+	// back and tried again, since it could end before the watchdog's first renewal.
 	Lease time.Duration
-	// Undo gives back what a successful try acquired when the caller's ctx ended while it ran, or
-	// when the try reported an error with its success (not acknowledged by the replicas). Nil when
-	// there is nothing to give back.
-	Undo func(ctx context.Context)
-	// Tries, when set, is Try and Undo as the methods of one value, which costs no allocation where
-	// the two method values would each cost one; Try and Undo are then unused.
-	Tries Trier
 }
 
-// Trier is Wait's Try and Undo as methods.
-type Trier interface {
+// Tries makes the tries of one acquisition, and gives back what a try acquired that must not be
+// kept: the caller's ctx ended while it ran, or the replicas did not acknowledge it (Try reports ok
+// with the error). sure is false when the try's answer never came, so that Redis may or may not have
+// acquired: Undo then gives back only what it finds the try took.
+type Tries interface {
 	Try(ctx context.Context) (ok bool, retryIn time.Duration, err error)
-	Undo(ctx context.Context)
-}
-
-func (w *Wait) try(ctx context.Context) (bool, time.Duration, error) {
-	if w.Tries != nil {
-		return w.Tries.Try(ctx)
-	}
-	return w.Try(ctx)
-}
-
-// undo gives back what a try acquired, if the primitive can.
-func (w *Wait) undo(ctx context.Context) {
-	if w.Tries != nil {
-		w.Tries.Undo(ctx)
-	} else if w.Undo != nil {
-		w.Undo(ctx)
-	}
+	Undo(ctx context.Context, sure bool)
 }
 
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
@@ -81,55 +52,6 @@ type Grants interface {
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
 	// object was handed to a waiter that has left, and must be given back.
 	Stray(tag, payload string)
-}
-
-// LockTry is the reply of a lock's acquire script (rlock, fairlock): {1, count, token} when acquired,
-// {2} when the owner holds it already and re-entry is not allowed, {0, retry ms} when not acquired,
-// or {0, retry ms, score} when the script also wrote the waiter's record with that score.
-type LockTry struct {
-	Acquired bool
-	Token    int64         // when acquired
-	RetryIn  time.Duration // when not: see RetryIn
-	Score    int64         // when Recorded
-	Recorded bool
-}
-
-// ReadLockTry reads reply as a LockTry. An acquisition whose write the replicas did not acknowledge
-// comes with an error matching ErrNotReplicated (see SplitReplication); re-entry refused is
-// ErrAlreadyHeld.
-func ReadLockTry(reply rueidis.RedisResult) (LockTry, error) {
-	reply, notReplicated := SplitReplication(reply)
-	// Read in place: AsIntSlice would allocate a slice for every try.
-	arr, err := reply.ToArray()
-	if err != nil {
-		return LockTry{}, err
-	}
-	var res [3]int64
-	if len(arr) == 0 || len(arr) > len(res) {
-		return LockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
-	}
-	for i := range arr {
-		if res[i], err = arr[i].AsInt64(); err != nil {
-			return LockTry{}, err
-		}
-	}
-	switch res[0] {
-	case 1:
-		if len(arr) < 3 {
-			return LockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
-		}
-		return LockTry{Acquired: true, Token: res[2]}, notReplicated
-	case 2:
-		return LockTry{}, ErrAlreadyHeld
-	}
-	if len(arr) < 2 {
-		return LockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
-	}
-	t := LockTry{RetryIn: RetryIn(res[1])}
-	if len(arr) > 2 {
-		t.Score, t.Recorded = res[2], true
-	}
-	return t, nil
 }
 
 // GrantFor reads a hand-over's payload, "<token> <score>": the fencing token it carries, and whether
@@ -150,7 +72,7 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 	return token, true
 }
 
-// Acquire tries w.Try until it succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
+// Acquire tries w.Tries until a try succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
 // client is closed. wait < 0 means no bound but ctx; wait == 0 means a single try. The wait bound
 // counts from the call.
 //
@@ -167,10 +89,10 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 // Config.StallBound): then it runs apart, and Acquire returns at ctx's deadline, or Overtime after the
 // wait bound (a try sent at the bound gets that long to be answered). Either way, when ctx has ended
 // or the wait has been given up by the time a try acquires, Undo gives the acquisition back; a
-// cancellation during a try is seen when the try returns. A try after the first that fails with a
-// network error is retried every networkRetry until tries have failed for RetryBound: a failover or a
-// restart breaks connections that rueidis dials again. It returns the start time of the successful
-// try.
+// cancellation during a try is seen when the try returns. A try is sent exactly once (see once.go):
+// one whose answer never comes, however often it is sent again, ends the wait with the connection's
+// error, and Undo gives back whatever Redis may have acquired for it. It returns the start time of the
+// successful try.
 func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
@@ -180,12 +102,26 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 		deadline = time.Now().Add(wait)
 		stop = deadline.Add(Overtime)
 	}
-	tryCtx := Detach(ctx)
+	// Tries run detached from ctx's cancellation, and are sent again after connection failures only
+	// within the wait's bounds: ctx's deadline, or the end of the wait and Overtime after it (a
+	// single try gets Overtime). What they give back is sent within bounds of its own.
+	tries := tries{undo: Detach(ctx)}
+	tries.try = tries.undo
+	bound := stop
+	if wait == 0 {
+		bound = time.Now().Add(Overtime)
+	}
+	if dl, ok := ctx.Deadline(); ok && (bound.IsZero() || dl.Before(bound)) {
+		bound = dl
+	}
+	if !bound.IsZero() {
+		tries.try = context.WithValue(tries.try, resendKey{}, bound)
+	}
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
-		ok, retryIn, err := c.try(ctx, stop, tryCtx, w)
+		ok, retryIn, err := c.try(ctx, stop, tries, w)
 		if ok && err == nil && w.late(start) {
-			w.undo(tryCtx)
+			w.Tries.Undo(tries.undo, true)
 			return false, time.Millisecond, start, nil // try again at once
 		}
 		return ok, retryIn, start, err
@@ -214,7 +150,6 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	} else if ws.ready() {
 		ws.settle()
 	}
-	var failing time.Time // when the first of the tries failing with network errors was sent
 	// Since Go 1.23 a stopped or reset timer never delivers a stale tick, so no draining is needed.
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -263,19 +198,6 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 			}
 		}
 		ok, retryIn, start, err = try()
-		if err != nil && !ok && isNetworkError(err) {
-			// A connection that broke (a failover, a restart) is dialled again by rueidis: a waiter
-			// keeps trying, and gives up only once its tries have failed for RetryBound.
-			if failing.IsZero() {
-				failing = start
-			}
-			// Another try like this one (rueidis may have spent a while on it) must fit in too.
-			if time.Since(failing)+max(networkRetry, time.Since(start)) < RetryBound {
-				err, retryIn = nil, networkRetry
-			}
-		} else if err == nil {
-			failing = time.Time{}
-		}
 		if ok || err != nil {
 			return start, err
 		}
@@ -382,26 +304,42 @@ func (ws waiters) signal(i int) <-chan struct{} {
 // deadline or stop (the end of a wait bound; zero for none) it runs on a goroutine of its own, and the
 // caller stops waiting for it when ctx ends (its cause) or stop passes (ErrNotAcquired); the attempt
 // then finishes on its own and anything it acquired is given back.
-func (c *Client) try(ctx context.Context, stop time.Time, tryCtx context.Context, w Wait) (bool, time.Duration, error) {
+func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool, time.Duration, error) {
 	var r result
 	if !c.mayOverrun(ctx, stop) {
-		r.ok, r.retryIn, r.err = w.try(tryCtx)
-	} else if r = tryApart(ctx, stop, tryCtx, w); r.late {
+		r.ok, r.retryIn, r.err = w.Tries.Try(t.try)
+	} else if r = tryApart(ctx, stop, t, w); r.late {
 		if ctx.Err() != nil {
 			return false, 0, context.Cause(ctx)
 		}
 		return false, 0, ErrNotAcquired
 	}
 	// A try that acquired must not keep it when it reports an error (the replicas did not acknowledge
-	// the write) or when the caller has gone.
-	if r.ok && (r.err != nil || ctx.Err() != nil) {
-		w.undo(tryCtx)
+	// the write) or when the caller has gone; one whose answer never came may have acquired.
+	switch {
+	case r.ok && (r.err != nil || ctx.Err() != nil):
+		w.Tries.Undo(t.undo, true)
 		if r.err == nil {
 			r.err = context.Cause(ctx)
 		}
 		return false, 0, r.err
+	case !r.ok && IsConnectionError(r.err):
+		w.Tries.Undo(t.undo, false)
 	}
 	return r.ok, r.retryIn, r.err
+}
+
+// tries are the contexts of a wait's tries (bounded by resendKey) and of what they give back.
+type tries struct{ try, undo context.Context }
+
+// resendKey bounds, in a try's ctx, until when the try is sent again after connection failures.
+type resendKey struct{}
+
+// apart is implemented by Tries whose calls must not overlap with the next call of their object:
+// a try that runs apart may outlive Acquire, and the object's next call waits for apartEnd.
+type apart interface {
+	apartStart()
+	apartEnd()
 }
 
 type result struct {
@@ -413,11 +351,15 @@ type result struct {
 
 // tryApart runs try on a goroutine of its own and waits for it until ctx ends or stop (if not zero)
 // passes.
-func tryApart(ctx context.Context, stop time.Time, tryCtx context.Context, w Wait) result {
+func tryApart(ctx context.Context, stop time.Time, t tries, w Wait) result {
 	done := make(chan result, 1)
+	ap, _ := w.Tries.(apart)
+	if ap != nil {
+		ap.apartStart()
+	}
 	go func() {
 		var r result
-		r.ok, r.retryIn, r.err = w.try(tryCtx)
+		r.ok, r.retryIn, r.err = w.Tries.Try(t.try)
 		done <- r
 	}()
 	var expired <-chan time.Time
@@ -428,30 +370,37 @@ func tryApart(ctx context.Context, stop time.Time, tryCtx context.Context, w Wai
 	}
 	select {
 	case r := <-done:
+		if ap != nil {
+			ap.apartEnd()
+		}
 		return r
 	case <-ctx.Done():
 	case <-expired:
 	}
 	go func() {
-		if r := <-done; r.ok {
-			w.undo(tryCtx)
+		switch r := <-done; {
+		case r.ok:
+			w.Tries.Undo(t.undo, true)
+		case IsConnectionError(r.err):
+			w.Tries.Undo(t.undo, false)
+		}
+		if ap != nil {
+			ap.apartEnd()
 		}
 	}()
 	return result{late: true}
 }
 
 // mayOverrun reports whether a try could still be in flight at ctx's deadline or at stop: there is
-// one, and the connection's own bound on a command may come later (or is unknown).
+// one, and the bound on a try (its sends again after connection failures, then the connection's own
+// bound on the last of them) may come later, or is unknown.
 func (c *Client) mayOverrun(ctx context.Context, stop time.Time) bool {
 	dl, ok := ctx.Deadline()
 	if !stop.IsZero() && (!ok || stop.Before(dl)) {
 		dl, ok = stop, true
 	}
-	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= c.cfg.StallBound)
+	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= RetryBound+c.cfg.StallBound)
 }
-
-// networkRetry is how soon a waiter whose try failed with a network error tries again.
-const networkRetry = 250 * time.Millisecond
 
 // Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
 // end: the last try of a wait bound (see Acquire), a waiter's leaving (see Leave). A server that

@@ -1,7 +1,11 @@
--- Remove the record of a waiter that left, and give back the lock if a release handed it to that
+--! KEYS lock counter waiters clients channel wake
+--! ARGV field tag publish numsub
+-- A waiter that left: remove its record, and give back the lock if a release handed it to that
 -- waiter and nobody took the grant (rlock_wake.lua comes first, with the order of KEYS).
--- ARGV[1] owner field, ARGV[2] the waiter's record, ARGV[3] publish command, ARGV[4] numsub command
 -- Returns 1 when it gave a grant back. Sending it twice does what sending it once does.
+if ARGV[2] == '' then
+  return 0
+end
 local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))
 redis.call('zrem', KEYS[3], ARGV[2])
 if not mark or mark > 0 then

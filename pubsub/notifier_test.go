@@ -10,7 +10,7 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
-	"github.com/redisync/redisync/internal/pubsub"
+	"github.com/redisync/redisync/pubsub"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

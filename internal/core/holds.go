@@ -1,0 +1,491 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Holds: this client's record of what each owner holds.
+//
+// A hold is one owner's hold on one object (one field of a lock hash). It keeps a stack of the
+// acquisitions not yet released, the innermost last. Re-entry is exclusive: an acquisition goes ahead
+// only when its ctx carries the innermost one (or, with nothing held, any ctx of the owner); the
+// others wait here, without a command, for their turn. So recursion re-enters at once, while
+// goroutines fanned out from one held ctx take turns. Read holds (shared) let any of them in.
+//
+// One call of a hold is on its way to Redis at a time, acquisition or release: so the client knows
+// exactly how many acquisitions Redis counts for the owner (held), and a call sent again after a lost
+// answer tells by that count whether the first send acted (see once.go).
+
+// holdID names one owner's hold on one object: the object's main key and the owner's field.
+type holdID struct{ key, field string }
+
+// hold is this client's record of one owner's hold on one object.
+type hold struct {
+	c      *Client
+	id     holdID
+	kind   string
+	name   string
+	owner  int64
+	shared bool
+	renew  renewal
+
+	mu      sync.Mutex
+	stack   []*acq  // acquisitions held, the innermost last
+	stack0  [2]*acq // stack's first array, in the same allocation
+	extra   int     // acquisitions Redis still counts that left the stack unreleased (abandoned)
+	busy    int     // > 0 while a call of the hold is on its way: an acquisition, its tries, a release, a give-back
+	pending int     // acquisitions entered and not yet ended
+	watched int     // acquisitions held or in flight that the watchdog keeps
+	entry   *entry  // watchdog registration, nil when none
+	turn    chan struct{}
+}
+
+// acq is one acquisition of a hold: what its ctx carries and how it ends.
+type acq struct {
+	h         *hold
+	cancel    context.CancelCauseFunc
+	watched   bool // kept by the watchdog, not by a fixed lease
+	releasing bool // an Unlock of it is on its way
+	released  atomic.Bool
+	at        time.Duration // when acquired, since epoch (only while events are observed)
+}
+
+// held is how many acquisitions Redis counts for the hold's owner, as far as this client knows. h.mu
+// is held.
+func (h *hold) held() int { return len(h.stack) + h.extra }
+
+// holdsKey asks a ctx for the innermost heldCtx or holdsOf in its chain: a key of no size, which
+// costs no allocation to ask with.
+type holdsKey struct{}
+
+// acqIn finds, in ctx, the innermost acquisition of c's hold id that the ctx came from.
+func acqIn(ctx context.Context, c *Client, id holdID) *acq {
+	for {
+		switch x := ctx.Value(holdsKey{}).(type) {
+		case *heldCtx:
+			if x.a.h.c == c && x.a.h.id == id {
+				return x.a
+			}
+			ctx = x.Context
+		case *holdsOf:
+			if a := acqIn(x.from, c, id); a != nil {
+				return a
+			}
+			ctx = x.Context
+		default:
+			return nil
+		}
+	}
+}
+
+// heldCtx is the ctx an acquisition hands out: it carries the acquisition, and its being dropped
+// without Unlock is how an abandoned hold is noticed.
+type heldCtx struct {
+	context.Context
+	a *acq
+}
+
+func (x *heldCtx) Value(key any) any {
+	if _, ok := key.(holdsKey); ok {
+		return x
+	}
+	return x.Context.Value(key)
+}
+
+func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Context, x.a.h.id.key) }
+
+// enter waits until an acquisition of id through ctx may be sent, and books it: it returns the hold,
+// how many acquisitions Redis counts for the owner before this one, and what is left of wait. watched:
+// the watchdog keeps it, and is registered before anything is sent, so that no renewal is missed.
+func (c *Client) enter(ctx context.Context, l *Lock, id holdID, owner int64, wait time.Duration) (*hold, int, time.Duration, error) {
+	outer := acqIn(ctx, c, id)
+	var deadline time.Time
+	var timeout <-chan time.Time
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, 0, 0, ErrClosed
+		}
+		h := c.holds[id]
+		if h == nil {
+			h = &hold{c: c, id: id, owner: owner, kind: l.spec.Kind, name: l.name, shared: l.spec.Shared, renew: l.renewal(id.field)}
+			h.stack = h.stack0[:0]
+			c.holds[id] = h
+		}
+		h.mu.Lock()
+		c.mu.Unlock()
+		if h.mayEnter(outer) {
+			h.busy = 1
+			h.pending++
+			if l.lease == 0 {
+				h.watched++
+				if h.entry == nil {
+					h.entry = c.watchdog.add(h.renew, h)
+				}
+			}
+			held := h.held()
+			h.mu.Unlock()
+			if !deadline.IsZero() {
+				wait = max(time.Until(deadline), 0)
+			}
+			return h, held, wait, nil
+		}
+		if h.turn == nil {
+			h.turn = make(chan struct{})
+		}
+		turn := h.turn
+		h.mu.Unlock()
+		if wait == 0 {
+			return nil, 0, 0, ErrNotAcquired
+		}
+		if wait > 0 && timeout == nil {
+			deadline = time.Now().Add(wait)
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-turn:
+		case <-timeout:
+			return nil, 0, 0, ErrNotAcquired
+		case <-ctx.Done():
+			return nil, 0, 0, context.Cause(ctx)
+		case <-c.done:
+			return nil, 0, 0, ErrClosed
+		}
+	}
+}
+
+// mayEnter reports whether an acquisition whose ctx carries outer (nil: none of this hold) may go
+// ahead now. h.mu is held.
+func (h *hold) mayEnter(outer *acq) bool {
+	switch {
+	case h.busy > 0:
+		return false
+	case h.shared, len(h.stack) == 0:
+		return true
+	}
+	return outer != nil && h.stack[len(h.stack)-1] == outer
+}
+
+// changed wakes the acquisitions and releases waiting for their turn. h.mu is held.
+func (h *hold) changed() {
+	if h.turn != nil {
+		close(h.turn)
+		h.turn = nil
+	}
+}
+
+// retain marks one more call of the hold on its way (a try, a give-back), which the hold's next call
+// must wait for.
+func (h *hold) retain() {
+	h.mu.Lock()
+	h.busy++
+	h.mu.Unlock()
+}
+
+// settle ends a call that retain or enter marked.
+func (h *hold) settle() {
+	h.mu.Lock()
+	h.settled()
+	h.mu.Unlock()
+	h.forgetIfIdle()
+}
+
+// settled is settle with h.mu held, for a caller that forgets the record itself.
+func (h *hold) settled() {
+	if h.busy--; h.busy == 0 {
+		h.changed()
+	}
+}
+
+// abort undoes enter after an acquisition that did not acquire.
+func (h *hold) abort(watched bool) {
+	h.mu.Lock()
+	h.pending--
+	if watched {
+		h.unwatch()
+	}
+	h.settled()
+	h.mu.Unlock()
+	h.forgetIfIdle()
+}
+
+// unwatch drops one acquisition kept by the watchdog, and the renewal with the last. h.mu is held.
+func (h *hold) unwatch() {
+	if h.watched--; h.watched == 0 && h.entry != nil {
+		h.c.watchdog.remove(h.entry)
+		h.entry = nil
+	}
+}
+
+// commit records a successful acquisition whose command was sent at start; lease > 0 is a fixed
+// lease, whose end (less Drift) is the returned ctx's deadline.
+func (h *hold) commit(parent context.Context, lease time.Duration, start time.Time) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	if lease > 0 {
+		var stop context.CancelFunc
+		end := start.Add(lease - Drift(lease))
+		ctx, stop = context.WithDeadlineCause(ctx, end, h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, lease)))
+		inner := cancel
+		cancel = func(cause error) { inner(cause); stop() }
+	}
+	a := &acq{h: h, cancel: cancel, watched: lease == 0}
+	h.stamp(a)
+	h.mu.Lock()
+	h.pending--
+	h.stack = append(h.stack, a)
+	if a.watched {
+		if h.entry == nil { // the hold was lost while this acquisition was in flight
+			h.entry = h.c.watchdog.add(h.renew, h)
+		}
+		h.c.watchdog.confirm(h.entry, start)
+	}
+	h.settled()
+	h.mu.Unlock()
+	held := &heldCtx{ctx, a}
+	runtime.AddCleanup(held, abandoned, a)
+	return held
+}
+
+// release releases the acquisition that ctx carries of owner's hold id with send, which runs the
+// release in Redis given the number of acquisitions Redis counts for the owner, and returns how many
+// are left, or an error wrapping ErrNotHeld. An exclusive hold is released innermost first: one with
+// others above it is ErrNotInnermost, and changes nothing.
+//
+// When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a renewal
+// must never outlive the release. If send fails for another reason the hold is left as it was,
+// renewal included, so that the caller may try again.
+func (c *Client) release(ctx context.Context, id holdID, send func(held int) (int64, error)) error {
+	a := acqIn(ctx, c, id)
+	c.mu.Lock()
+	h := c.holds[id]
+	c.mu.Unlock()
+	if a != nil && a.released.Load() {
+		return ErrNotHeld
+	}
+	if h == nil || (a != nil && a.h != h) {
+		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
+		// one that was lost: Redis says what is left, and the release clears it.
+		_, err := send(0)
+		return err
+	}
+	if a == nil {
+		return ErrNotHeld
+	}
+	h.mu.Lock()
+	for {
+		i := slices.Index(h.stack, a)
+		switch {
+		case a.releasing, i < 0: // released, or lost while the record lives on for other acquisitions
+			h.mu.Unlock()
+			return ErrNotHeld
+		case !h.shared && i != len(h.stack)-1:
+			h.mu.Unlock()
+			return ErrNotInnermost
+		}
+		if h.busy == 0 {
+			break
+		}
+		if h.turn == nil {
+			h.turn = make(chan struct{})
+		}
+		turn := h.turn
+		h.mu.Unlock()
+		<-turn // the call on its way is answered within its bound
+		h.mu.Lock()
+	}
+	a.releasing = true
+	h.busy = 1
+	held := h.held()
+	var stopped *entry
+	if a.watched && h.watched == 1 && h.entry != nil {
+		stopped, h.entry = h.entry, nil
+		c.watchdog.remove(stopped)
+	}
+	h.mu.Unlock()
+
+	remaining, err := send(held)
+	switch {
+	case err == nil:
+		a.released.Store(true)
+		h.mu.Lock()
+		h.drop(a)
+		var rest []*acq
+		if remaining <= 0 {
+			// Redis holds nothing more for the owner: whatever else this client counted is gone.
+			rest = h.takeAll()
+		} else {
+			h.extra = max(int(remaining)-len(h.stack), 0) // what Redis counts beyond the stack
+		}
+		h.settled()
+		h.mu.Unlock()
+		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
+		a.cancel(ErrReleased)
+		h.released(a)
+		if len(rest) > 0 {
+			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
+			for _, r := range rest {
+				r.cancel(cause)
+			}
+			h.ended(rest, cause)
+		}
+		return nil
+	case errors.Is(err, ErrNotHeld):
+		h.mu.Lock()
+		h.settled()
+		h.mu.Unlock()
+		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
+		return err
+	default:
+		h.mu.Lock()
+		a.releasing = false
+		if stopped != nil && h.entry == nil {
+			h.entry = stopped
+			c.watchdog.readd(stopped)
+		}
+		h.settled()
+		h.mu.Unlock()
+		return err
+	}
+}
+
+// drop removes a from the stack. h.mu is held.
+func (h *hold) drop(a *acq) {
+	if i := slices.Index(h.stack, a); i >= 0 {
+		h.stack = slices.Delete(h.stack, i, i+1)
+		if a.watched {
+			h.unwatch()
+		}
+		h.changed()
+	}
+}
+
+// takeAll empties the stack and stops the renewal; it returns what was held. h.mu is held.
+func (h *hold) takeAll() []*acq {
+	all := h.stack
+	h.stack, h.extra = nil, 0
+	for _, a := range all {
+		if a.watched {
+			h.watched--
+		}
+	}
+	if h.entry != nil && h.watched == 0 {
+		h.c.watchdog.remove(h.entry)
+		h.entry = nil
+	}
+	h.changed()
+	return all
+}
+
+// loseHolds ends every hold this client has on key with cause (after a forced unlock, say).
+func (c *Client) loseHolds(key string, cause error) {
+	c.mu.Lock()
+	var all []*hold
+	for id, h := range c.holds { // rare (a forced unlock): a scan beats a second index
+		if id.key == key {
+			all = append(all, h)
+		}
+	}
+	c.mu.Unlock()
+	for _, h := range all {
+		h.end(h.err(cause))
+	}
+}
+
+// lost is the watchdog's report that the hold is gone.
+func (h *hold) lost(cause error) { h.end(h.err(cause)) }
+
+// end cancels every acquisition's ctx with cause and stops the renewal.
+func (h *hold) end(cause error) {
+	h.mu.Lock()
+	all := h.takeAll()
+	if h.entry != nil { // acquisitions in flight that confirm register anew
+		h.c.watchdog.remove(h.entry)
+		h.entry = nil
+	}
+	h.mu.Unlock()
+	h.forgetIfIdle()
+	for _, a := range all {
+		a.cancel(cause)
+	}
+	h.ended(all, cause)
+}
+
+// abandoned runs once the ctx of acquisition a has become unreachable: the program forgot its Unlock,
+// and the Client reports it. When a was the hold's last acquisition kept by the watchdog, the hold
+// stays as it is but is no longer renewed: the lock expires within its lease instead of being renewed
+// for ever, and whatever still waits on a's Done channel is told when the lease may have ended, as
+// for a lost hold. Otherwise a leaves the stack, so that the others can still be released, and is
+// still counted as held in Redis (the lock then stays until its lease ends).
+func abandoned(a *acq) {
+	h := a.h
+	h.mu.Lock()
+	if a.releasing || !slices.Contains(h.stack, a) {
+		h.mu.Unlock()
+		return
+	}
+	freeze := a.watched && h.entry != nil && len(h.stack) == 1 && h.pending == 0
+	if freeze {
+		h.c.watchdog.freeze(h.entry)
+	} else {
+		h.drop(a)
+		h.extra++
+	}
+	left := len(h.stack)
+	h.mu.Unlock()
+	if !freeze {
+		h.forgetIfIdle()
+		if a.watched {
+			a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+		}
+	}
+	h.abandonedEvent(a)
+	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
+		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)
+}
+
+// forgetIfIdle drops the record once nothing is held or in flight.
+func (h *hold) forgetIfIdle() {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.pending > 0 || len(h.stack) > 0 || h.busy > 0 {
+		return
+	}
+	if h.entry != nil {
+		h.c.watchdog.remove(h.entry)
+		h.entry = nil
+	}
+	if h.c.holds[h.id] == h {
+		delete(h.c.holds, h.id)
+	}
+	h.changed() // acquisitions waiting on this record look again, and find a new one
+}
+
+func (h *hold) err(err error) error { return Errorf(h.kind, h.name, err) }
+
+// WithHoldsOf returns ctx carrying, besides its own, the acquisitions that from carries: a composite
+// lock re-enters its parts through it, with the caller's ctx for everything else.
+func WithHoldsOf(ctx, from context.Context) context.Context { return &holdsOf{ctx, from} }
+
+type holdsOf struct {
+	context.Context
+	from context.Context
+}
+
+func (x *holdsOf) Value(key any) any {
+	if _, ok := key.(holdsKey); ok {
+		return x
+	}
+	return x.Context.Value(key)
+}

@@ -1,0 +1,672 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Hash locks described as data.
+//
+// rlock, fairlock and both sides of rwlock keep Redisson's lock hash (field: the owner, value: its
+// hold count) and differ only in their scripts, their side keys and how their waiters wait. Each
+// describes itself with a Spec; the engine fills each script's KEYS and ARGV by the names its header
+// declares (lua.Script.Keys and Args), reads the replies, which all lock scripts give alike, keeps
+// the holds, waits, renews, and sends every call exactly once.
+//
+// The names the engine fills:
+//   - KEYS: "lock" (the name), "memo" (the prefix of a call's memo: the request id completes it),
+//     and every name of Spec.Keys.
+//   - ARGV, per lock: "lease" (ms), "reentrant" and "fenced" ('1' or '0'), "publish" and "numsub"
+//     (the commands; numsub is '' where counts cannot be trusted), "client" (the Client's id),
+//     "window" (ms a waiter's record lasts; '0' where releases hand nothing over), and the names of
+//     LockOptions.Values.
+//   - ARGV, per call: "field" (the hold's field), "owner" (the owner's field, "<client id>:<owner
+//     id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
+//     request id), "tag" (the waiter's tag, '' before it listens), "recorded" ('1' once a try of the
+//     wait left a record), "waits" ('1' when the acquisition waits), "linger" (ms the Client stays
+//     listed among the lock's clients, '' when it need not be listed again), "grant" (the lease a
+//     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
+//     waiter may have queued).
+//
+// The replies: an acquisition answers {1, count, token} when acquired, {0, ms} or {0, ms, score} when
+// not (try again within ms; score: of the record the try left), {2} when the owner holds the lock and
+// re-entry is not allowed, {3} when it is refused (Spec.Refused). A release answers how many
+// acquisitions the owner keeps, or -1 when it held none; given back (its Undo variant), -3 when there
+// was nothing to give back. A renewal answers one integer per hold, 1 when renewed. A forced release
+// answers 1 when the lock was held.
+
+// Spec describes one kind of hash lock.
+type Spec struct {
+	Kind string // "lock", "fair lock", "read lock", "write lock": for errors and events
+	// Keys names the side keys the scripts take, each given by its form in Redisson's naming:
+	// "prefix" is "prefix:{N}", "prefix:" is "prefix:{N}:" (a channel prefix that an id completes),
+	// ":suffix" is "{N}:suffix", and ":" is "{N}:".
+	Keys map[string]string
+	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
+	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
+	// ARGV[1], the TTL), "force", and "leave" (optional: after a wait that did not acquire, and to
+	// give back a hand-over that nobody took).
+	Scripts map[string]*lua.Script
+	// Channel is the key name of the channel releases are announced on; PerOwner makes it a prefix
+	// that ':' and the owner's field complete. Wake is the key name of the prefix of each Client's own
+	// channel, on which a release may hand the lock over (HandOver) or wake that Client's waiter.
+	Channel, Wake string
+	PerOwner      bool
+	HandOver      bool
+	Policy        pubsub.Policy // how many waiters a message on Channel wakes
+	Shared        bool          // several owners hold at once (read holds)
+	Suffix        string        // what follows the owner in its field (":write")
+	Refused       error         // what an acquisition's reply {3} means
+	// Around, when set, wraps each acquisition: it returns the ctx the hold derives from, and done,
+	// which gets the hold's ctx (nil with the error) and returns the ctx to hand out.
+	Around func(ctx context.Context, l *Lock) (parent context.Context, done func(held context.Context, err error) context.Context)
+
+	once sync.Once
+	plan specPlan
+}
+
+// LockOptions are what every hash lock lets its user choose.
+type LockOptions struct {
+	Lease        time.Duration // > 0: a fixed lease; 0: the watchdog keeps the lock
+	NonReentrant bool
+	Fenced       bool
+	Values       map[string]string // ARGV values by name, beyond the engine's (a fair lock's "slot")
+}
+
+// The scripts of a Spec, by slot.
+const (
+	sTry = iota
+	sAcquire
+	sRelease
+	sRenew
+	sForce
+	sLeave
+	nScripts
+)
+
+var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave"}
+
+// The values a call gives its scripts.
+const (
+	vField = iota
+	vOwner
+	vHeld
+	vRid
+	vTag
+	vRecorded
+	vWaits
+	vLinger
+	vGrant
+	vQueued
+	nVals
+)
+
+var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued"}
+
+// The values a lock gives its scripts, before those of LockOptions.Values.
+var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window"}
+
+// specPlan is a Spec resolved once: where each script finds its KEYS and ARGV.
+type specPlan struct {
+	keys    []string // key names, in the order of a lock's key table
+	statics []string // names of the values a lock gives, in the order of its value table
+	scripts [nScripts]scriptPlan
+	nKeys   int // KEYS of every script together
+}
+
+type scriptPlan struct {
+	s    *lua.Script
+	keys []int // indices in the key table
+	args []int // >= 0: in the value table; < 0: -1 - the call's value
+	at   int   // where its KEYS start in a lock's resolved keys
+}
+
+func (s *Spec) resolve() *specPlan {
+	s.once.Do(func() {
+		p := &s.plan
+		p.keys = []string{"lock", "memo"}
+		for name := range s.Keys {
+			p.keys = append(p.keys, name)
+		}
+		slices.Sort(p.keys[2:])
+		p.statics = slices.Clone(lockValNames)
+		for i, name := range scriptNames {
+			sc := s.Scripts[name]
+			if sc == nil {
+				continue
+			}
+			sp := scriptPlan{s: sc, at: p.nKeys}
+			for _, k := range sc.Keys() {
+				j := slices.Index(p.keys, k)
+				if j < 0 {
+					panic(fmt.Sprintf("core: %s: script %s takes key %q, which the spec does not name", s.Kind, sc.Name(), k))
+				}
+				sp.keys = append(sp.keys, j)
+			}
+			for _, a := range sc.Args() {
+				if j := slices.Index(valNames[:], a); j >= 0 {
+					sp.args = append(sp.args, -1-j)
+					continue
+				}
+				j := slices.Index(p.statics, a)
+				if j < 0 {
+					p.statics = append(p.statics, a) // from LockOptions.Values
+					j = len(p.statics) - 1
+				}
+				sp.args = append(sp.args, j)
+			}
+			p.nKeys += len(sp.keys)
+			p.scripts[i] = sp
+		}
+		if p.scripts[sTry].s == nil {
+			p.scripts[sTry] = p.scripts[sAcquire]
+		}
+	})
+	return &s.plan
+}
+
+// Lock is one hash lock: a Spec on one name, with its options.
+type Lock struct {
+	c        *Client
+	spec     *Spec
+	plan     *specPlan
+	name     string
+	lease    time.Duration
+	fenced   bool
+	handOver bool     // releases may hand the lock to this Client's waiters
+	table    []string // the key table
+	keys     []string // each script's KEYS, at its plan's at
+	values   []string // the value table
+	channel  string   // where releases are announced (a prefix, PerOwner)
+	wake     string   // this Client's wake channel, where releases hand over
+	clients  string   // the clients record, where the spec has one ("clients")
+}
+
+// NewLock returns the lock of spec on name, which it checks and maps (Client.Name).
+func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
+	name, err := c.Name(spec.Kind, name)
+	if err != nil {
+		return nil, err
+	}
+	if o.Lease < 0 {
+		return nil, Invalid(spec.Kind, name, "negative lease %v", o.Lease)
+	}
+	if o.Lease > 0 && o.Lease < time.Millisecond {
+		return nil, Invalid(spec.Kind, name, "lease %v is below Redis's millisecond resolution", o.Lease)
+	}
+	p := spec.resolve()
+	l := &Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, fenced: o.Fenced,
+		handOver: spec.HandOver && c.counts}
+	forms := make([]string, len(p.keys))
+	forms[1] = "redisync_once:"
+	for i, k := range p.keys[2:] {
+		forms[2+i] = spec.Keys[k]
+	}
+	l.table = c.SideKeys(name, forms[1:]...)
+	l.table = append([]string{name}, l.table...)
+	l.keys = make([]string, p.nKeys)
+	for _, sp := range p.scripts {
+		for i, j := range sp.keys {
+			l.keys[sp.at+i] = l.table[j]
+		}
+	}
+	if i := slices.Index(p.keys, "clients"); i >= 0 {
+		l.clients = l.table[i]
+	}
+	if i := slices.Index(p.keys, spec.Channel); i >= 0 {
+		l.channel = l.table[i]
+	}
+	window := "0"
+	if l.handOver {
+		window = c.windowMs
+		if i := slices.Index(p.keys, spec.Wake); i >= 0 {
+			l.wake = l.table[i] + c.id
+		}
+	}
+	l.values = make([]string, len(p.statics))
+	copy(l.values, []string{c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.CountCommand(), c.id, window})
+	for i, name := range p.statics[len(lockValNames):] {
+		v, ok := o.Values[name]
+		if !ok {
+			return nil, Invalid(spec.Kind, name, "no value for the scripts' %q", name)
+		}
+		l.values[len(lockValNames)+i] = v
+	}
+	return l, nil
+}
+
+// Name returns the lock's name, which is also its key in Redis.
+func (l *Lock) Name() string { return l.name }
+
+// Client returns the Client the lock is on.
+func (l *Lock) Client() *Client { return l.c }
+
+// call is one call's values.
+type call [nVals]string
+
+// keysOf returns script's KEYS.
+func (l *Lock) keysOf(script int) []string {
+	sp := &l.plan.scripts[script]
+	return l.keys[sp.at : sp.at+len(sp.keys)]
+}
+
+// argsOf returns script's ARGV for the call v.
+func (l *Lock) argsOf(script int, v *call) []string {
+	sp := &l.plan.scripts[script]
+	args := make([]string, len(sp.args))
+	for i, j := range sp.args {
+		if j < 0 {
+			args[i] = v[-1-j]
+		} else {
+			args[i] = l.values[j]
+		}
+	}
+	return args
+}
+
+// memo returns the key of the memo of the call with request id rid.
+func (l *Lock) memo(rid string) string { return l.table[1] + rid }
+
+// field returns owner's field in the hash.
+func (l *Lock) field(owner int64) string { return numbered([]string{l.c.id}, owner) + l.spec.Suffix }
+
+// renewal says how the watchdog renews the hold of field.
+func (l *Lock) renewal(field string) renewal {
+	sp := &l.plan.scripts[sRenew]
+	v := call{vField: field}
+	args := make([]string, len(sp.args))
+	for i, j := range sp.args {
+		if j < 0 {
+			args[i] = v[-1-j]
+		} else {
+			args[i] = l.values[j]
+		}
+	}
+	return renewal{script: sp.s, keys: l.keysOf(sRenew), args: args}
+}
+
+// Lock waits without bound: see TryLock.
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.acquire(ctx, -1) }
+
+// TryLock acquires for ctx's owner (a fresh one when it has none), waiting at most wait (0: one
+// try), and returns the hold's ctx.
+func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
+	}
+	return l.acquire(ctx, wait)
+}
+
+func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+	if ctx == nil {
+		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	ctx, owner := EnsureOwner(ctx)
+	parent, done := ctx, (func(context.Context, error) context.Context)(nil)
+	if l.spec.Around != nil {
+		parent, done = l.spec.Around(ctx, l)
+	}
+	held, err := l.hold(ctx, parent, owner, wait)
+	if done != nil {
+		held = done(held, err)
+	}
+	if err != nil {
+		return nil, Errorf(l.spec.Kind, l.name, err)
+	}
+	return held, nil
+}
+
+// hold acquires a hold for owner, through ctx (which may carry the owner's outer holds), and derives
+// its ctx from parent.
+func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration) (context.Context, error) {
+	c := l.c
+	a := &attempt{l: l}
+	a.v[vOwner] = numbered([]string{c.id}, owner)
+	a.v[vField] = a.v[vOwner] + l.spec.Suffix
+	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Lease: l.lease}
+	if w.Lease == 0 {
+		w.Lease = c.cfg.WatchdogTimeout
+	}
+	if wait != 0 {
+		a.v[vWaits], w.Channel = "1", l.channel
+		if l.spec.PerOwner {
+			w.Channel += ":" + a.v[vOwner]
+		}
+		if l.handOver {
+			w.Grants, w.Wake = a, l.wake
+		}
+	}
+	m := c.observeAcquire(&w)
+	h, held, wait, err := c.enter(ctx, l, holdID{l.name, a.v[vField]}, owner, wait)
+	if err != nil {
+		return nil, err
+	}
+	a.h, a.held = h, held
+	a.v[vHeld] = strconv.Itoa(held)
+	a.v[vRid] = c.RequestID()
+	start, err := c.Acquire(ctx, wait, w)
+	if err != nil {
+		h.abort(l.lease == 0)
+		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
+			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], "1") })
+		}
+		return nil, err
+	}
+	if a.count != int64(held)+1 {
+		c.DeleteKeyLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
+	}
+	heldCtx := h.commit(parent, l.lease, start)
+	c.acquired(m, l.spec.Kind, l.name)
+	if l.fenced {
+		return c.WithToken(heldCtx, l.spec.Kind, l.name, a.token), nil
+	}
+	return heldCtx, nil
+}
+
+// attempt is one acquisition under way: its tries, and its record when it waits.
+type attempt struct {
+	l     *Lock
+	h     *hold
+	held  int // what Redis counted for the owner before it
+	v     call
+	tried atomic.Bool // a try was sent (one that runs apart may still be on its way)
+	score int64       // of the record the last failed try left: a hand-over must come after it
+	count int64       // the owner's count once acquired
+	token int64
+}
+
+// Try sends one try: the first try's script until the waiter listens, the acquisition's after.
+func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
+	l, c := a.l, a.l.c
+	a.tried.Store(true)
+	script := sAcquire
+	var sent time.Time
+	if a.v[vTag] == "" {
+		script = sTry
+	} else if l.clients != "" {
+		// A listing made less than half the linger ago still covers this wait's window and half the
+		// linger after it: most tries do not list the Client again.
+		sent = time.Now()
+		a.v[vLinger] = ""
+		if c.listAgain(l.clients, pubsub.Linger/2) {
+			a.v[vLinger] = lingerMs
+		}
+	}
+	t, err := readTry(c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.argsOf(script, &a.v)))
+	switch {
+	case t.acquired:
+		a.count, a.token = t.count, t.token
+	case t.recorded:
+		a.v[vRecorded], a.score = "1", t.score // the try that acquires removes the record
+		if a.v[vLinger] != "" {
+			c.listed(l.clients, sent, pubsub.Linger/2)
+		}
+	case t.refused && l.spec.Refused != nil:
+		err = l.spec.Refused
+	case t.refused:
+		err = fmt.Errorf("redisync: unexpected reply {3} from %s", l.plan.scripts[script].s.Name())
+	}
+	return t.acquired, t.retryIn, err // Acquire gives back an acquisition that was not replicated
+}
+
+// Undo gives back what a try acquired. Sure of it, it releases what the try counted; unsure (the
+// try's answer never came), it sends the release's Undo variant in the background, which gives back
+// only what it finds the try took; the hold waits for it.
+func (a *attempt) Undo(ctx context.Context, sure bool) {
+	l := a.l
+	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid]}
+	if !sure {
+		a.h.retain()
+		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.h.settle)
+		return
+	}
+	v[vRid] = l.c.RequestID()
+	l.sendRelease(ctx, &v)
+	if a.count != int64(a.held)+1 {
+		l.c.DeleteKeyLater(l.memo(a.v[vRid])) // the try kept a memo
+	}
+}
+
+// apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
+// next call waits until the try, and what it gives back, are over.
+func (a *attempt) apartStart() { a.h.retain() }
+func (a *attempt) apartEnd()   { a.h.settle() }
+
+// Tag names the waiter's record, unique to this acquisition, and makes its tries from now on leave
+// it: "<owner>:<n>:<grant>:<fenced>", where grant is the lease a release that hands the lock over
+// gives ('0': a wake-up only, as for an acquisition that must wait for replicas, which only a try of
+// its own does).
+func (a *attempt) Tag() string {
+	if a.v[vTag] == "" {
+		l := a.l
+		a.v[vGrant] = l.values[0]
+		if l.c.AcksReplicas(context.Background(), l.name) {
+			a.v[vGrant] = "0"
+		}
+		a.v[vTag] = numbered([]string{a.v[vOwner]}, int64(l.c.requests.Add(1)), a.v[vGrant], flag(l.fenced))
+	}
+	return a.v[vTag]
+}
+
+// Claim takes a hand-over made after the last try (see GrantFor).
+func (a *attempt) Claim(payload string) bool {
+	token, ok := GrantFor(payload, a.score)
+	if ok {
+		a.count, a.token = int64(a.held)+1, token
+	}
+	return ok
+}
+
+// Stray gives back a lock that a release handed to a waiter that is no longer there: on a channel of
+// the owner's own, one of this owner's; on this Client's wake channel, the owner the tag names.
+func (a *attempt) Stray(tag, _ string) {
+	field := a.v[vField]
+	if !a.l.spec.PerOwner {
+		i := strings.IndexByte(tag, ':')
+		j := strings.IndexByte(tag[i+1:], ':')
+		if i < 0 || j < 0 {
+			return
+		}
+		field = tag[:i+1+j]
+	}
+	a.l.leave(context.Background(), field, tag, "0")
+}
+
+// leave runs the leave script: the waiter tagged tag of field's owner gave up (queued) or left a
+// hand-over behind; the script forgets its record, takes it out of the queue, and gives back a grant
+// it did not take.
+func (l *Lock) leave(ctx context.Context, field, tag, queued string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RetryBound)
+	defer cancel()
+	v := call{vField: field, vTag: tag, vQueued: queued}
+	l.c.Send(ctx, l.plan.scripts[sLeave].s, l.keysOf(sLeave), l.argsOf(sLeave, &v))
+}
+
+// lockTry is an acquisition's reply.
+type lockTry struct {
+	acquired, recorded, refused bool
+	count, token, score         int64
+	retryIn                     time.Duration
+}
+
+// readTry reads an acquisition's reply. One whose write the replicas did not acknowledge comes with
+// an error matching ErrNotReplicated; re-entry refused is ErrAlreadyHeld.
+func readTry(reply rueidis.RedisResult) (lockTry, error) {
+	reply, notReplicated := SplitReplication(reply)
+	arr, err := reply.ToArray() // read in place: AsIntSlice would allocate
+	if err != nil {
+		return lockTry{}, err
+	}
+	var res [3]int64
+	if len(arr) == 0 || len(arr) > len(res) {
+		return lockTry{}, fmt.Errorf("redisync: unexpected reply of %d elements", len(arr))
+	}
+	for i := range arr {
+		if res[i], err = arr[i].AsInt64(); err != nil {
+			return lockTry{}, err
+		}
+	}
+	switch {
+	case res[0] == 1 && len(arr) == 3:
+		return lockTry{acquired: true, count: res[1], token: res[2]}, notReplicated
+	case res[0] == 2:
+		return lockTry{}, ErrAlreadyHeld
+	case res[0] == 3:
+		return lockTry{refused: true}, nil
+	case res[0] == 0 && len(arr) >= 2:
+		return lockTry{retryIn: RetryIn(res[1]), score: res[2], recorded: len(arr) == 3}, nil
+	}
+	return lockTry{}, fmt.Errorf("redisync: unexpected reply %v", res[:len(arr)])
+}
+
+// Unlock releases the hold that ctx carries. A ctx without an owner holds nothing. It releases even
+// when ctx has been cancelled.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	owner, ok := OwnerID(ctx)
+	if !ok {
+		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+	}
+	v := call{vOwner: numbered([]string{l.c.id}, owner)}
+	v[vField] = v[vOwner] + l.spec.Suffix
+	err := l.c.release(ctx, holdID{l.name, v[vField]}, func(held int) (int64, error) {
+		v[vHeld], v[vRid] = strconv.Itoa(held), l.c.RequestID()
+		return l.sendRelease(ctx, &v)
+	})
+	if err != nil {
+		return Errorf(l.spec.Kind, l.name, err)
+	}
+	return nil
+}
+
+// sendRelease sends the release of the call v and returns how many acquisitions the owner keeps.
+func (l *Lock) sendRelease(ctx context.Context, v *call) (int64, error) {
+	res := l.c.Send(Detach(ctx), l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, v))
+	n, err := res.AsInt64()
+	switch {
+	case err != nil:
+		return 0, err
+	case n < 0:
+		return 0, ErrNotHeld
+	}
+	if held, _ := strconv.Atoi(v[vHeld]); n > 0 && n != int64(held)-1 {
+		l.c.DeleteKeyLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
+	}
+	return n, nil
+}
+
+// ForceUnlock frees the lock whoever holds it, and reports whether it was held; this Client's holders
+// lose it at once.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	v := call{vRid: l.c.RequestID()}
+	n, err := l.c.Send(ctx, l.plan.scripts[sForce].s, l.keysOf(sForce), l.argsOf(sForce, &v)).AsInt64()
+	if err != nil {
+		return false, Errorf(l.spec.Kind, l.name, err)
+	}
+	l.c.DeleteKeyLater(l.memo(v[vRid]))
+	if n == 1 { // every hold on the name went with the hash
+		l.c.loseHolds(l.name, fmt.Errorf("%w: forced unlock", ErrLost))
+	}
+	return n == 1, nil
+}
+
+// IsLocked reports whether anyone holds the lock: whether its hash exists.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	n, err := l.c.Query(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return false, Errorf(l.spec.Kind, l.name, err)
+	}
+	return n == 1, nil
+}
+
+// IsHeld reports whether ctx's owner holds the lock.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times ctx's owner holds the lock (0 when it does not). ctx is used
+// detached from its cancellation, as Unlock does: a hold's ctx ends when the hold does, which is
+// when a caller most wants to ask.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	owner, ok := OwnerID(ctx)
+	if !ok {
+		return 0, nil
+	}
+	field := l.field(owner)
+	n, err := l.c.Query(Detach(ctx), l.c.rdb.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, Errorf(l.spec.Kind, l.name, err)
+	}
+	return int(n), nil
+}
+
+// TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
+// when it has no expiry.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	ms, err := l.c.Query(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	if err != nil {
+		return 0, Errorf(l.spec.Kind, l.name, err)
+	}
+	switch ms {
+	case -2:
+		return 0, nil
+	case -1:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Token returns the fencing token of the acquisition ctx came from.
+func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.c.Token(ctx, l.spec.Kind, l.name) }
+
+// Do runs fn while holding the lock.
+func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return Locked(ctx, l.Lock, l.Unlock, fn)
+}
+
+type tokenKey struct {
+	c          *Client
+	kind, name string
+}
+
+// WithToken returns ctx carrying the fencing token of the acquisition it stands for.
+func (c *Client) WithToken(ctx context.Context, kind, name string, token int64) context.Context {
+	return context.WithValue(ctx, tokenKey{c, kind, name}, token)
+}
+
+// Token returns the fencing token that WithToken put in ctx (or in a parent of it).
+func (c *Client) Token(ctx context.Context, kind, name string) (int64, bool) {
+	t, ok := ctx.Value(tokenKey{c, kind, name}).(int64)
+	return t, ok
+}
+
+// lingerMs: a Client stays listed among a lock's clients this long after its last waiter left.
+var lingerMs = strconv.FormatInt(pubsub.Linger.Milliseconds(), 10)
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,48 @@
+--! KEYS lock counter waiters memo
+--! ARGV field held rid lease reentrant fenced
+-- The first try of an acquisition of a reentrant lock, before its waiter listens: it records no
+-- waiter (Redisson's layout: a hash, field = owner, value = hold count; the acquisition replies of
+-- core/lock.go). wake_records.lua is not needed.
+--
+-- Exactly once (core/once.go): held is how many holds the client counts for the owner, and nothing
+-- changes them until it has the answer. A send that finds another count (a hold that lapsed, or one
+-- the client lost track of) keeps its answer under the memo; re-sent (MODE 1), the try answers
+-- that, or finds its own acquisition by the count it made, before it tries anew.
+if MODE == 1 then
+  local m = redis.call('get', KEYS[4] .. ARGV[3])
+  if m then
+    local n, t = string.match(m, '^(%d+) (%d+)$')
+    return {1, tonumber(n), tonumber(t)}
+  end
+  local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+  if n == tonumber(ARGV[2]) + 1 then
+    return {1, n, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+  end
+end
+local ttl = redis.call('pttl', KEYS[1])
+local count = ttl ~= -2 and tonumber(redis.call('hget', KEYS[1], ARGV[1])) or 0
+if ttl == -2 then
+  -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
+  local turn = tonumber(redis.call('zscore', KEYS[3], '~java'))
+  if turn then
+    local t = redis.call('time')
+    local left = math.ceil((turn - (t[1] * 1000000 + t[2])) / 1000)
+    if left > 0 then
+      return {0, left}
+    end
+  end
+elseif count == 0 then
+  return {0, ttl}
+elseif ARGV[5] ~= '1' then
+  return {2}
+end
+local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
+-- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
+if ttl < tonumber(ARGV[4]) then
+  redis.call('pexpire', KEYS[1], ARGV[4])
+end
+local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
+if count ~= tonumber(ARGV[2]) then
+  redis.call('set', KEYS[4] .. ARGV[3], n .. ' ' .. token, 'px', 60000)
+end
+return {1, n, token}
