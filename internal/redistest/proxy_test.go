@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -270,3 +271,50 @@ func TestProxyParser(t *testing.T) {
 	}
 }
 
+// A cluster behind proxies: every node announces its proxy, so that a cluster client reaches each
+// node only through it (redirects included), and a fault armed on the cluster cuts at whichever node
+// serves the key.
+func TestProxiedCluster(t *testing.T) {
+	t.Parallel()
+	c := StartProxiedCluster(t, 3, 1)
+	if len(c.Proxies) != 6 || len(c.Addrs) != 3 {
+		t.Fatalf("layout: %d proxies, addrs %v", len(c.Proxies), c.Addrs)
+	}
+	for i, m := range c.Masters {
+		if c.Addrs[i] != c.Proxies[i].Addr() {
+			t.Fatalf("Addrs[%d] = %s, want master %s's proxy %s", i, c.Addrs[i], m.Addr, c.Proxies[i].Addr())
+		}
+	}
+	clusterClient(t, c)
+	shards, err := c.Masters[0].Do("CLUSTER", "SHARDS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range c.Servers() {
+		if !strings.Contains(shards, "\nport\n"+strconv.Itoa(c.Proxies[i].Port())+"\n") {
+			t.Fatalf("CLUSTER SHARDS does not name %s's proxy port %d:\n%s", s.Addr, c.Proxies[i].Port(), shards)
+		}
+	}
+	// A client given one node only must still reach every slot through the proxies.
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs[:1], DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	for i := range 30 {
+		k := fmt.Sprintf("k%d", i)
+		before := c.Proxies[0].Cuts() + c.Proxies[1].Cuts() + c.Proxies[2].Cuts()
+		f := c.Arm(Rule{Cut: LoseReply, Key: k})
+		if err := incr.Exec(ctx, client, []string{k}, nil).Error(); err == nil {
+			t.Fatalf("%s: not cut", k)
+		}
+		fired(t, f)
+		if n, err := client.Do(ctx, client.B().Get().Key(k).Build()).ToString(); err != nil || n != "1" {
+			t.Fatalf("%s after a lost reply: %q, %v", k, n, err)
+		}
+		if after := c.Proxies[0].Cuts() + c.Proxies[1].Cuts() + c.Proxies[2].Cuts(); after != before+1 {
+			t.Fatalf("%s: %d cuts, want 1", k, after-before)
+		}
+	}
+}
