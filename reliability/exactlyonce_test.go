@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -246,6 +247,7 @@ var eoCases = []eoCase{
 		require.NoError(x.t, s.Release(x.ctx, 1))
 		x.count(x.name, 2, "TrySetPermits(2), one Acquire(1) and one Release(1)")
 	}},
+	{"semaphore/waiter-Acquire", semWaiterAcquire},
 	{"semaphore/Release", func(x *eo) {
 		s := x.sem(x.c1, x.name)
 		x.setPermits(s, 2)
@@ -369,6 +371,7 @@ var eoCases = []eoCase{
 		}
 		x.window(1, "a rate of 5 and one Acquire(1)")
 	}},
+	{"ratelimit/waiter-Acquire", rateWaiterAcquire},
 	{"multilock/sub-lock-Lock", func(x *eo) {
 		a, b := x.rlock(x.c1, x.name+"-a"), x.rlock(x.c1, x.name+"-b")
 		m, err := multilock.New(a, b)
@@ -445,11 +448,7 @@ func rlockWaiterTry(x *eo) {
 	f := x.arm(x.name, from(c))
 	// Redisson's unlock: the key goes, and 0 on the lock's channel (sharded on a cluster).
 	x.exec("DEL", x.name)
-	publish := "PUBLISH"
-	if x.env.tg.Name == "cluster" {
-		publish = "SPUBLISH"
-	}
-	x.exec(publish, "redisson_lock__channel:{"+x.name+"}", "0")
+	x.exec(x.publish(), "redisson_lock__channel:{"+x.name+"}", "0")
 	x.fired(f)
 	var r result
 	select {
@@ -478,6 +477,93 @@ func (x *eo) recorded(c *redisync.Client) {
 		}
 		return fmt.Errorf("no waiter of the Client is recorded in %s: %s", waiters, x.holds())
 	})
+}
+
+// semWaiterAcquire faults the try by which a waiter takes a permit that a Java process (Redisson's
+// release, written by hand: the count raised and published) gave back: no hand-over, so the waiter's
+// own try takes it, and it is not the waiter's first try.
+func semWaiterAcquire(x *eo) {
+	c := x.env.tg.Client(x.t, redisync.WithRecheckInterval(500*time.Millisecond))
+	s1, s2 := x.sem(x.c1, x.name), x.sem(c, x.name)
+	x.setPermits(s1, 1)
+	require.NoError(x.t, s1.Acquire(x.ctx, 1))
+	res := make(chan error, 1)
+	go func() { res <- s2.Acquire(x.ctx, 1) }()
+	waiters := "redisync_semaphore_waiters:{" + x.name + "}" // README, Waiting
+	testkit.Eventually(x.t, 20*time.Second, func() error {
+		if x.int("EXISTS", waiters) == 0 {
+			return fmt.Errorf("the waiter is not recorded in %s: %s", waiters, x.holds())
+		}
+		return nil
+	})
+	f := x.arm(x.name)
+	x.exec("INCRBY", x.name, "2")
+	x.exec(x.publish(), "redisson_sc:{"+x.name+"}", "2")
+	x.fired(f)
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(eoCall):
+		x.t.Fatalf("the waiter did not return within %v after its try was faulted (%s)", eoCall, x.holds())
+	}
+	if !x.ok(err, "the waiter's Acquire(1) (its acquiring try faulted)") {
+		x.count(x.name, 2, "TrySetPermits(1), Acquire(1), 2 permits added and a failed Acquire(1)")
+		return
+	}
+	x.count(x.name, 1, "TrySetPermits(1), Acquire(1), 2 permits added and one Acquire(1)")
+	require.NoError(x.t, s2.Release(x.ctx, 1))
+	require.NoError(x.t, s1.Release(x.ctx, 1))
+	x.count(x.name, 3, "3 permits in all, two Acquire(1) and two Release(1)")
+}
+
+// rateWaiterAcquire faults the try by which a waiter is charged once the window has room again: its
+// second try, after the first found the window full.
+func rateWaiterAcquire(x *eo) {
+	const interval = 3 * time.Second // a first try later than this would find room: no wait to fault
+	l1, err := ratelimit.New(x.c1, x.name)
+	require.NoError(x.t, err)
+	l2, err := ratelimit.New(x.c2, x.name)
+	require.NoError(x.t, err)
+	set, err := l1.TrySetRate(x.ctx, ratelimit.Config{Rate: 2, Interval: interval})
+	require.NoError(x.t, err)
+	require.True(x.t, set)
+	require.NoError(x.t, l1.Acquire(x.ctx, 2))
+	// The waiter's first try, seen and let through; the fault is armed for the one after it.
+	first := x.env.arm(redistest.Rule{Cut: x.cut, Key: x.name, Nth: 1 << 30})
+	defer first.Disarm()
+	res := make(chan error, 1)
+	go func() { res <- l2.Acquire(x.ctx, 1) }()
+	testkit.Eventually(x.t, 20*time.Second, func() error {
+		if first.Seen() == 0 {
+			return errors.New("the waiter has not tried yet")
+		}
+		return nil
+	})
+	f := x.arm(x.name)
+	x.fired(f)
+	select {
+	case err = <-res:
+	case <-time.After(eoCall):
+		x.t.Fatalf("the waiter did not return within %v after its try was faulted (%s)", eoCall, x.holds())
+	}
+	require.GreaterOrEqual(x.t, first.Seen(), 2, "the faulted command was not the waiter's second")
+	if !x.ok(err, "the waiter's Acquire(1) (its charging try faulted)") {
+		return
+	}
+	// The first acquirer's grant has left the window (the waiter waited for that): one grant, and
+	// one permit of the rate of 2 left.
+	permits, value := "{"+x.name+"}:permits", "{"+x.name+"}:value"
+	n, v := x.int("ZCARD", permits), x.str("GET", value)
+	assert.True(x.t, n == 1 && v == "1", "after a rate of 2, Acquire(2) and, once it left the window, one Acquire(1) (%s), %s holds %d grants and %s is %q; one application leaves 1 grant and 1 permit. Redis holds: %s",
+		x.cut, permits, n, value, v, x.holds())
+}
+
+// publish is Redisson's publish command for the deployment: sharded on a cluster.
+func (x *eo) publish() string {
+	if x.env.tg.Name == "cluster" {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
 }
 
 // fairQueued faults the first try of a waiter that queues behind a holder.
