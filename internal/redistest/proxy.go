@@ -107,6 +107,7 @@ type Fault struct {
 	claimed  bool // a connection is cutting at it, or it has been disarmed
 	disarmed bool
 	cmd      []string
+	fireOnce sync.Once
 }
 
 // Fired is closed once the fault has cut its connection (both sides are
@@ -202,11 +203,15 @@ func (f *Fault) unclaim() {
 	f.claimed = false
 }
 
-func (f *Fault) fire(args []string) {
-	f.mu.Lock()
-	f.cmd = args
-	f.mu.Unlock()
-	close(f.fired)
+// fire records the cut, once, and counts it in cuts before Fired says so.
+func (f *Fault) fire(args []string, cuts *atomic.Int64) {
+	f.fireOnce.Do(func() {
+		f.mu.Lock()
+		f.cmd = args
+		f.mu.Unlock()
+		cuts.Add(1)
+		close(f.fired)
+	})
 }
 
 // spent reports whether the fault fired or was disarmed: no proxy needs it
@@ -214,7 +219,7 @@ func (f *Fault) fire(args []string) {
 func (f *Fault) spent() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.disarmed || f.cmd != nil
+	return f.disarmed || f.HasFired()
 }
 
 // Proxy is a TCP proxy in front of one server that understands RESP (2 and
@@ -405,7 +410,15 @@ type owed struct {
 	stream bool
 }
 
-func (c *proxyConn) close() {
+func (c *proxyConn) close() { c.cut(nil, nil) }
+
+// cut closes the connection for f (nil: for no fault) and then reports f
+// fired, so that a test that waits for Fired finds the connection closed.
+// A connection that ends otherwise still settles its faults: a LoseRequest
+// waiting for the replies before its command fires (the command was never
+// forwarded), and a LoseReply whose reply never came is given back, to cut
+// another command.
+func (c *proxyConn) cut(f *Fault, args []string) {
 	c.closeOnce.Do(func() {
 		c.client.Close()
 		c.server.Close()
@@ -413,15 +426,25 @@ func (c *proxyConn) close() {
 		c.p.mu.Lock()
 		delete(c.p.conns, c)
 		c.p.mu.Unlock()
+		c.mu.Lock()
+		drain, drainArgs := c.drainCut, c.drainArgs
+		var orphans []*Fault
+		for _, o := range c.pending {
+			if o.cut != nil {
+				orphans = append(orphans, o.cut)
+			}
+		}
+		c.mu.Unlock()
+		for _, o := range orphans {
+			o.unclaim()
+		}
+		if f == nil && drain != nil {
+			f, args = drain, drainArgs
+		}
 	})
-}
-
-// cut closes the connection for f and then reports f fired, so that a test
-// that waits for Fired finds the connection closed.
-func (c *proxyConn) cut(f *Fault, args []string) {
-	c.close()
-	c.p.cuts.Add(1)
-	f.fire(args)
+	if f != nil {
+		f.fire(args, &c.p.cuts)
+	}
 }
 
 var subscribeFamily = map[string]string{

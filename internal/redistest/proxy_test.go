@@ -144,6 +144,26 @@ func send(t *testing.T, addr string, cmds [][]string, inline string) (types []by
 	}
 }
 
+// Drop closes every connection without a fault: the next command fails or dials again, and nothing
+// counts as a cut.
+func TestProxyDrop(t *testing.T) {
+	s, p, c := proxied(t)
+	ctx := context.Background()
+	if err := incr.Exec(ctx, c, []string{"k"}, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	p.Drop()
+	deadline := time.Now().Add(10 * time.Second)
+	for incr.Exec(ctx, c, []string{"k"}, nil).Error() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no command went through after Drop")
+		}
+	}
+	if v, _ := s.Do("GET", "k"); p.Cuts() != 0 || func() bool { n, _ := strconv.Atoi(v); return n < 2 }() {
+		t.Fatalf("k = %q, %d cuts", v, p.Cuts())
+	}
+}
+
 // Pipelined commands around the faulted one: the replies before it are forwarded in order, its own
 // is lost (or it never reaches the server), and the commands after it never reach the server.
 func TestProxyPipeline(t *testing.T) {
