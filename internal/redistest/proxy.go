@@ -61,7 +61,8 @@ type Rule struct {
 	// subscriber misses it and must subscribe again. Cut, Commands, Key and
 	// Match are then unused.
 	Channel string
-	// Nth cuts the Nth match counted from arming; 0 means the first.
+	// Nth cuts the Nth match counted from arming; 0 means the first. An
+	// EVALSHA answered NOSCRIPT is no match (the EVAL after it may be).
 	Nth int
 }
 
@@ -227,6 +228,14 @@ func (f *Fault) spent() bool {
 // request or its reply, as a network does, while every other command and
 // reply passes through in order. Each client connection gets its own
 // connection to the server.
+//
+// Replies are matched to commands as the server answers them, in order, so
+// that pipelined commands stay aligned; RESP3 pushes are not replies, except
+// the subscribe family's confirmations, which are matched to their commands:
+// a connection that carries both commands and Pub/Sub (rueidis's SSUBSCRIBE
+// in a cluster) can still be cut at a command. A RESP2 connection in
+// subscribe mode passes through untouched, and so does a replica's
+// replication stream (after PSYNC or SYNC).
 type Proxy struct {
 	ln   net.Listener
 	cuts atomic.Int64
