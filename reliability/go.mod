@@ -9,6 +9,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/redisync/redisync v0.0.0
 	github.com/rs/zerolog v1.35.1
+	github.com/stretchr/testify v1.12.1
 )
 
 require (
@@ -26,6 +27,7 @@ require (
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect

@@ -27,6 +27,12 @@ type Cluster struct {
 	// Replicas[i] follows Masters[i/replicasPerMaster] at start; nil when
 	// there are no replicas.
 	Replicas []*Server
+	// Proxies, in a cluster made by NewProxiedCluster, stand in front of
+	// each node, in the order of Servers: every node announces its proxy's
+	// port, so that clients find the proxies in CLUSTER SLOTS and SHARDS
+	// and in MOVED and ASK redirects, and Addrs are the masters' proxies.
+	// The nodes' own Addr still reaches them directly (for Do).
+	Proxies []*Proxy
 }
 
 // clusterArgs makes a node fail over quickly (node timeout 1s) and start
@@ -47,20 +53,58 @@ func clusterArgs(port int, dir string) ([]string, error) {
 // map and replication layout, so that a cluster client can be used at once.
 // The caller must Close it.
 func NewCluster(masters, replicasPerMaster int) (*Cluster, error) {
+	return newCluster(masters, replicasPerMaster, false)
+}
+
+// NewProxiedCluster is NewCluster with a Proxy in front of every node, so
+// that a test can cut any client connection at a chosen command.
+func NewProxiedCluster(masters, replicasPerMaster int) (*Cluster, error) {
+	return newCluster(masters, replicasPerMaster, true)
+}
+
+func newCluster(masters, replicasPerMaster int, proxied bool) (*Cluster, error) {
 	if masters < 1 || replicasPerMaster < 0 || masters > 16384 {
 		return nil, fmt.Errorf("redistest: NewCluster(%d, %d): need 1..16384 masters and >= 0 replicas", masters, replicasPerMaster)
 	}
 	n := masters * (1 + replicasPerMaster)
-	nodes, err := startMany(n, func(int) spec { return spec{bus: true, argsFor: clusterArgs} })
+	var proxies []*Proxy
+	if proxied {
+		for range n {
+			// The proxy's port must be known before its node starts; the
+			// node's own port only after.
+			p, err := NewProxy("")
+			if err != nil {
+				closeProxies(proxies)
+				return nil, err
+			}
+			proxies = append(proxies, p)
+		}
+	}
+	nodes, err := startMany(n, func(i int) spec {
+		if !proxied {
+			return spec{bus: true, argsFor: clusterArgs}
+		}
+		return spec{bus: true, argsFor: func(port int, dir string) ([]string, error) {
+			args, err := clusterArgs(port, dir)
+			return append(args,
+				"--cluster-announce-port", strconv.Itoa(proxies[i].Port()),
+				"--cluster-announce-bus-port", strconv.Itoa(port+10000),
+			), err
+		}}
+	})
 	if err != nil {
+		closeProxies(proxies)
 		return nil, err
 	}
-	c := &Cluster{Masters: nodes[:masters]}
+	for i, p := range proxies {
+		p.setUpstream(nodes[i].Addr)
+	}
+	c := &Cluster{Masters: nodes[:masters], Proxies: proxies}
 	if replicasPerMaster > 0 {
 		c.Replicas = nodes[masters:]
 	}
 	for _, m := range c.Masters {
-		c.Addrs = append(c.Addrs, m.Addr)
+		c.Addrs = append(c.Addrs, c.announced(m))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
@@ -75,13 +119,50 @@ func NewCluster(masters, replicasPerMaster int) (*Cluster, error) {
 // ends.
 func StartCluster(tb testing.TB, masters, replicasPerMaster int) *Cluster {
 	tb.Helper()
+	return startCluster(tb, NewCluster, masters, replicasPerMaster)
+}
+
+// StartProxiedCluster gives a test a ready cluster behind proxies (see
+// NewProxiedCluster) that is stopped when the test ends.
+func StartProxiedCluster(tb testing.TB, masters, replicasPerMaster int) *Cluster {
+	tb.Helper()
+	return startCluster(tb, NewProxiedCluster, masters, replicasPerMaster)
+}
+
+func startCluster(tb testing.TB, mk func(int, int) (*Cluster, error), masters, replicasPerMaster int) *Cluster {
+	tb.Helper()
 	Require(tb)
-	c, err := NewCluster(masters, replicasPerMaster)
+	c, err := mk(masters, replicasPerMaster)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Arm arms one fault on every node's proxy (see Arm): whichever node serves
+// the command cuts it. It panics on a cluster without proxies.
+func (c *Cluster) Arm(r Rule) *Fault {
+	if c.Proxies == nil {
+		panic("redistest: Arm on a cluster without proxies (see NewProxiedCluster)")
+	}
+	return Arm(r, c.Proxies...)
+}
+
+// announced is the address a node gives clients: its proxy's, if it has one.
+func (c *Cluster) announced(s *Server) string {
+	if i := slices.Index(c.Servers(), s); i >= 0 && c.Proxies != nil {
+		return c.Proxies[i].Addr()
+	}
+	return s.Addr
+}
+
+func closeProxies(ps []*Proxy) error {
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Servers lists every node, masters first, for tests that disturb or inspect
@@ -90,9 +171,10 @@ func (c *Cluster) Servers() []*Server {
 	return append(slices.Clone(c.Masters), c.Replicas...)
 }
 
-// Close stops every node concurrently and removes their directories.
+// Close stops every node concurrently and removes their directories, and
+// closes the proxies.
 func (c *Cluster) Close() error {
-	return closeAll(c.Servers())
+	return errors.Join(closeAll(c.Servers()), closeProxies(c.Proxies))
 }
 
 // slotRange returns master i's share of the slots.
@@ -167,10 +249,10 @@ func (c *Cluster) expectedView(replicasPerMaster int) string {
 		if lo == hi {
 			slots = strconv.Itoa(lo)
 		}
-		lines = append(lines, fmt.Sprintf("%s master - %s", m.Addr, slots))
+		lines = append(lines, fmt.Sprintf("%s master - %s", c.announced(m), slots))
 	}
 	for j, r := range c.Replicas {
-		lines = append(lines, fmt.Sprintf("%s slave %s", r.Addr, c.Masters[j/replicasPerMaster].Addr))
+		lines = append(lines, fmt.Sprintf("%s slave %s", c.announced(r), c.announced(c.Masters[j/replicasPerMaster])))
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
