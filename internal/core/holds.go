@@ -53,7 +53,10 @@ type acq struct {
 	cancel    context.CancelCauseFunc
 	watched   bool // kept by the watchdog, not by a fixed lease
 	releasing bool // an Unlock of it is on its way
-	released  atomic.Bool
+	// rid names its release once sent: one that got no answer is sent again, under the same name,
+	// by the next Unlock, so that it releases once whatever the first send did.
+	rid      string
+	released atomic.Bool
 	at        time.Duration // when acquired, since epoch (only while events are observed)
 }
 
@@ -257,14 +260,15 @@ func (h *hold) commit(parent context.Context, lease time.Duration, start time.Ti
 }
 
 // release releases the acquisition that ctx carries of owner's hold id with send, which runs the
-// release in Redis given the number of acquisitions Redis counts for the owner, and returns how many
-// are left, or an error wrapping ErrNotHeld. An exclusive hold is released innermost first: one with
+// release in Redis given the number of acquisitions Redis counts for the owner and the call's request
+// id (resent: a release of the acquisition that got no answer was sent under it before), and returns
+// how many are left, or an error wrapping ErrNotHeld. An exclusive hold is released innermost first: one with
 // others above it is ErrNotInnermost, and changes nothing.
 //
 // When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a renewal
 // must never outlive the release. If send fails for another reason the hold is left as it was,
 // renewal included, so that the caller may try again.
-func (c *Client) release(ctx context.Context, id holdID, send func(held int) (int64, error)) error {
+func (c *Client) release(ctx context.Context, id holdID, send func(held int, rid string, resent bool) (int64, error)) error {
 	a := acqIn(ctx, c, id)
 	c.mu.Lock()
 	h := c.holds[id]
@@ -275,7 +279,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int) (in
 	if h == nil || (a != nil && a.h != h) {
 		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
 		// one that was lost: Redis says what is left, and the release clears it.
-		_, err := send(0)
+		_, err := send(0, c.RequestID(), false)
 		return err
 	}
 	if a == nil {
@@ -306,6 +310,10 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int) (in
 	a.releasing = true
 	h.busy = 1
 	held := h.held()
+	resent := a.rid != ""
+	if !resent {
+		a.rid = c.RequestID()
+	}
 	var stopped *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
 		stopped, h.entry = h.entry, nil
@@ -313,7 +321,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int) (in
 	}
 	h.mu.Unlock()
 
-	remaining, err := send(held)
+	remaining, err := send(held, a.rid, resent)
 	switch {
 	case err == nil:
 		a.released.Store(true)
@@ -348,6 +356,9 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int) (in
 	default:
 		h.mu.Lock()
 		a.releasing = false
+		if !IsConnectionError(err) {
+			a.rid = "" // answered: Redis refused it, and changed nothing
+		}
 		if stopped != nil && h.entry == nil {
 			h.entry = stopped
 			c.watchdog.readd(stopped)

@@ -433,7 +433,7 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 		return
 	}
 	v[vRid] = l.c.RequestID()
-	l.sendRelease(ctx, &v)
+	l.sendRelease(ctx, &v, false)
 	if a.count != int64(a.held)+1 {
 		l.c.DeleteKeyLater(l.memo(a.v[vRid])) // the try kept a memo
 	}
@@ -543,9 +543,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	v := call{vOwner: numbered([]string{l.c.id}, owner)}
 	v[vField] = v[vOwner] + l.spec.Suffix
-	err := l.c.release(ctx, holdID{l.name, v[vField]}, func(held int) (int64, error) {
-		v[vHeld], v[vRid] = strconv.Itoa(held), l.c.RequestID()
-		return l.sendRelease(ctx, &v)
+	err := l.c.release(ctx, holdID{l.name, v[vField]}, func(held int, rid string, resent bool) (int64, error) {
+		v[vHeld], v[vRid] = strconv.Itoa(held), rid
+		return l.sendRelease(ctx, &v, resent)
 	})
 	if err != nil {
 		return Errorf(l.spec.Kind, l.name, err)
@@ -553,9 +553,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// sendRelease sends the release of the call v and returns how many acquisitions the owner keeps.
-func (l *Lock) sendRelease(ctx context.Context, v *call) (int64, error) {
-	res := l.c.Send(Detach(ctx), l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, v))
+// sendRelease sends the release of the call v, or sends it again (resent), and returns how many
+// acquisitions the owner keeps.
+func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, error) {
+	s := l.plan.scripts[sRelease].s
+	if resent {
+		s = s.Resent()
+	}
+	res := l.c.Send(Detach(ctx), s, l.keysOf(sRelease), l.argsOf(sRelease, v))
 	n, err := res.AsInt64()
 	switch {
 	case err != nil:
