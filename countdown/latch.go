@@ -97,6 +97,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.c.Run(ctx, downScript, l.keys(), []string{l.c.Publish()}).Error(); err != nil {
 		return core.Errorf(kind, l.name, err)
 	}
+	l.c.Emit(core.Event{Kind: core.EventCountedDown, Primitive: kind, Name: l.name})
 	return nil
 }
 
@@ -166,7 +167,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait > 0 {
 		stop = time.Now().Add(wait + core.Overtime)
 	}
-	_, err := l.c.Acquire(ctx, wait, core.Wait{
+	w := core.Wait{
 		Channel: l.channel,
 		Weight:  1,
 		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a
@@ -193,7 +194,10 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 			}
 			return false, 0, err
 		},
-	})
+	}
+	m := l.c.ObserveAcquire(kind, l.name, wait, &w)
+	_, err := l.c.Acquire(ctx, wait, w)
+	m.Done(err)
 	switch {
 	case err == nil:
 		return true, nil

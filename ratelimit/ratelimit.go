@@ -143,7 +143,10 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		a.deadline = time.Now().Add(wait)
 	}
 	// No Channel: nothing announces freed permits, and each try says how long to sleep.
-	_, err := l.c.Acquire(ctx, wait, core.Wait{Try: a.try, Undo: a.giveBack})
+	w := core.Wait{Try: a.try, Undo: a.giveBack}
+	m := l.c.ObserveAcquire(kind, l.name, wait, &w)
+	_, err := l.c.Acquire(ctx, wait, w)
+	m.Done(err)
 	if err != nil {
 		return core.Errorf(kind, l.name, err)
 	}

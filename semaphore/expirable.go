@@ -130,7 +130,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 	}
 	args := append([]string{"acquire", e.c.Publish(), e.leaseMs}, ids...)
 	unsure := false // a try failed without an answer from Redis: it may have acquired
-	_, err := e.c.Acquire(ctx, wait, core.Wait{
+	w := core.Wait{
 		Channel: e.keys[2],
 		Weight:  n,
 		Policy:  wake,
@@ -152,7 +152,10 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 			return false, core.RetryIn(res[1]), nil
 		},
 		Undo: func(ctx context.Context) { e.release(ctx, ids) },
-	})
+	}
+	m := e.c.ObserveAcquire(expirableKind, e.name, wait, &w)
+	_, err := e.c.Acquire(ctx, wait, w)
+	m.Done(err)
 	if err != nil {
 		if unsure {
 			// Permit ids are unique, so giving them back is safe whether or not they were taken.

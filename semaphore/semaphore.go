@@ -188,7 +188,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	if wait != 0 && s.windowMs != "0" && !s.c.AcksReplicas(ctx, s.name) { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
-	if _, err := s.c.Acquire(ctx, wait, w); err != nil {
+	m := s.c.ObserveAcquire(kind, s.name, wait, &w)
+	_, err := s.c.Acquire(ctx, wait, w)
+	m.Done(err)
+	if err != nil {
 		if member := a.args[argRecord]; member != "" {
 			s.c.Leave(func() { s.forget(ctx, member) })
 		}

@@ -141,9 +141,10 @@ func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Cont
 // can be missed between the acquisition and its registration; it only renews once an acquisition is
 // confirmed.
 func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Duration, w Wait) (context.Context, error) {
-	m := c.observeAcquire(&w)
+	m := c.ObserveAcquire(spec.Kind, spec.Name, wait, &w)
 	h, wait, err := c.enter(ctx, spec, wait)
 	if err != nil {
+		m.Done(err)
 		return nil, err
 	}
 	if w.Lease = spec.Lease; w.Lease == 0 {
@@ -152,10 +153,11 @@ func (c *Client) AcquireHold(ctx context.Context, spec HoldSpec, wait time.Durat
 	start, err := c.Acquire(ctx, wait, w)
 	if err != nil {
 		h.abort(spec)
+		m.Done(err)
 		return nil, err
 	}
 	held := h.commit(ctx, spec, start)
-	c.acquired(m, spec)
+	m.Done(nil)
 	return held, nil
 }
 
@@ -503,7 +505,7 @@ func abandoned(a *acq) {
 			a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
 		}
 	}
-	h.abandonedEvent(a)
+	h.abandonedEvent(a, freeze)
 	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
 		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)
 }
