@@ -26,6 +26,7 @@ type holder struct {
 // heldOptions are the settings of runHeld that come from flags.
 type heldOptions struct {
 	wait        time.Duration // < 0: no bound
+	start       time.Time     // when the run started: the wait counts from it, connecting included
 	grace       time.Duration
 	ttl         time.Duration // the hold's TTL in Redis: its lease, or the watchdog timeout
 	notAcquired int           // the status when not acquired within wait
@@ -46,7 +47,11 @@ func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []s
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	stopWatching := sigs.cancelOn(cancel)
-	held, err := acquireSaying(ctx, cmd, c, h, o.wait)
+	wait := o.wait
+	if wait > 0 {
+		wait = max(0, wait-time.Since(o.start))
+	}
+	held, err := acquireSaying(ctx, cmd, c, h, wait)
 	stopWatching()
 	var sig interrupted
 	switch {

@@ -174,6 +174,29 @@ func TestList(t *testing.T) {
 		}
 	}
 
+	// A server whose SCAN has no TYPE (before Redis 6) is walked once, with each key's TYPE: the
+	// same objects.
+	for _, typed := range []bool{true, false} {
+		l := newLister(ctx, tg.Redis(t), "", "*", defaultMaxKeys)
+		l.typed = typed
+		found, err := l.list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]string{}
+		for _, f := range found {
+			kinds[f.Name] = f.Kind
+		}
+		for name, w := range want {
+			if kinds[name] != w.kind {
+				t.Errorf("SCAN with TYPE %v: %s listed as %q, want %q", typed, name, kinds[name], w.kind)
+			}
+		}
+		if len(kinds) != len(want) {
+			t.Errorf("SCAN with TYPE %v: listed %v", typed, kinds)
+		}
+	}
+
 	// A pattern narrows it; the table has a row per object.
 	if got := listJSON(t, addr, "ls-f*"); len(got) != 1 || got["ls-fair"].Kind != "fair lock" {
 		t.Errorf("list ls-f*: %v, want the fair lock alone", got)

@@ -7,11 +7,14 @@ import (
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
 )
 
-// statusOf is the tool's exit status for an error from Redis or on the way to it: retry loops can
-// tell a server that is down (69) from data that is not what the command expects (65) and from a
-// user that lacks a permission (77), which no retry will fix.
+// statusOf is the tool's exit status for an error from Redis or on the way to it, the same in
+// every subcommand: retry loops can tell a server that is down or stalled (69) from data that is
+// not what the command expects (65) and from a user that lacks a permission or a password (77),
+// which no retry will fix.
 func statusOf(err error) int {
 	msg := err.Error()
 	switch {
@@ -22,6 +25,8 @@ func statusOf(err error) int {
 		strings.Contains(msg, "not an integer") || strings.Contains(msg, "not a valid float") ||
 		strings.Contains(msg, "not a number"):
 		return exitDataErr
+	case errors.Is(err, redisync.ErrNotAcquired):
+		return exitNotAcquired
 	}
 	return exitUnavailable
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 )
@@ -80,33 +78,41 @@ func register(c *redisync.Client, name, owner string, ttl time.Duration, argv []
 	}}
 }
 
-// whois reads the holderInfo entries in an object's whois key, by owner field or permit id.
-func whois(ctx context.Context, rdb rueidis.Client, key string) map[string]holderInfo {
-	m, err := rdb.Do(ctx, rdb.B().Hgetall().Key(key).Build()).AsStrMap()
+// whois reads the holderInfo entries of the given owner fields (or permit ids) in an object's
+// whois key.
+func whois(r *reader, key string, fields []string) map[string]*holderInfo {
+	vals, err := r.multi(r.rdb.B().Hmget().Key(key).Field(fields...).Build())[0].ToArray()
 	if err != nil {
 		return nil
 	}
-	out := make(map[string]holderInfo, len(m))
-	for owner, v := range m {
-		var h holderInfo
-		if json.Unmarshal([]byte(v), &h) == nil {
-			out[owner] = h
+	out := make(map[string]*holderInfo, len(fields))
+	for i, v := range vals {
+		if s, err := v.ToString(); err == nil && i < len(fields) {
+			var h holderInfo
+			if json.Unmarshal([]byte(s), &h) == nil {
+				out[fields[i]] = &h
+			}
 		}
 	}
 	return out
 }
 
-// holdersOf describes who holds name, for the line a waiting tool prints.
+// holdersOf describes who holds name, for the line a waiting tool prints: the entries of its
+// whois key, of which one page is read.
 func holdersOf(ctx context.Context, c *redisync.Client, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	infos := whois(ctx, c.Redis(), whoisKey(c, name))
-	if len(infos) == 0 {
-		return "a process that does not say who it is (not this tool)"
-	}
+	rdb := c.Redis()
+	page, _ := rdb.Do(ctx, rdb.B().Hscan().Key(whoisKey(c, name)).Cursor(0).Count(maxShown).Build()).AsScanEntry()
 	var s []string
-	for _, h := range infos {
-		s = append(s, escape(h.String()))
+	for _, v := range pairs(page.Elements) {
+		var h holderInfo
+		if json.Unmarshal([]byte(v), &h) == nil {
+			s = append(s, escape(h.String()))
+		}
+	}
+	if len(s) == 0 {
+		return "a process that does not say who it is (not this tool)"
 	}
 	slices.Sort(s)
 	return strings.Join(s, ", ")
