@@ -171,7 +171,7 @@ func TestInspectNamesHolder(t *testing.T) {
 		pid  int
 	}{{"report", l.cmd.Process.Pid}, {"pool", s.cmd.Process.Pid}} {
 		p := tool(t, tg.Addrs[0], "inspect", tc.name)
-		want := "pid " + strconv.Itoa(tc.pid) + " on " + host + " (sh -c"
+		want := "pid " + strconv.Itoa(tc.pid) + " on " + host + " (sh)"
 		if code := p.run(); code != 0 || !strings.Contains(p.stdout.String(), want) {
 			t.Errorf("want %q\n%v", want, p)
 		}

@@ -95,6 +95,7 @@ type lockFlags struct {
 	lease    *time.Duration
 	grace    *time.Duration
 	watchdog *time.Duration
+	record   bool
 	conn     connFlags
 }
 
@@ -103,6 +104,7 @@ func (f *lockFlags) register(cmd *command, leaseUsage string) {
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
 	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "once the lock or permit is lost, give COMMAND `DURATION` between SIGTERM and SIGKILL")
 	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL, `DURATION`, renewed every third of it while COMMAND runs;\nif the tool dies, others wait at most this long")
+	cmd.fs.BoolVar(&f.record, "record-command", false, "register COMMAND with its arguments beside the hold, for 'redisync inspect' (default: its name,\nthe pid and the host only: whoever reads Redis reads the arguments, secrets included)")
 	f.conn.register(cmd.fs)
 }
 
@@ -229,7 +231,7 @@ func (f *lockFlags) options(start time.Time) heldOptions {
 	if ttl == 0 {
 		ttl = *f.watchdog
 	}
-	return heldOptions{wait: f.wait.bound(), start: start, grace: *f.grace, ttl: ttl, notAcquired: f.conflict}
+	return heldOptions{wait: f.wait.bound(), start: start, grace: *f.grace, ttl: ttl, notAcquired: f.conflict, recordCommand: f.record}
 }
 
 // minConnect is the least time a bounded wait gives the connection: --wait 0 still connects.

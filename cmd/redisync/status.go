@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,7 +63,7 @@ func explain(err error) string {
 	return msg
 }
 
-// secrets are the passwords in use; redact removes them from every message, whatever its source.
+// secrets are the passwords in use; redactor masks them in every message, whatever its source.
 var secrets struct {
 	sync.Mutex
 	list []string
@@ -76,22 +78,53 @@ func addSecret(s string) {
 	secrets.Unlock()
 }
 
-// redactor writes through to w with every known secret replaced.
+// redactor writes through to w with the credentials in a message masked (see redact).
 type redactor struct{ w io.Writer }
 
 func (r redactor) Write(p []byte) (int, error) {
 	secrets.Lock()
 	list := secrets.list
 	secrets.Unlock()
-	if len(list) == 0 {
-		return r.w.Write(p)
-	}
-	s := string(p)
-	for _, sec := range list {
-		s = strings.ReplaceAll(s, sec, "********")
-	}
-	if _, err := io.WriteString(r.w, s); err != nil {
+	if _, err := io.WriteString(r.w, redact(string(p), list)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+const mask = "********"
+
+var (
+	// The password in a URL's user info: scheme://user:PASSWORD@.
+	urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]*@`)
+	// An argument as a server echoes it, in single, double or back quotes.
+	quotedArg = regexp.MustCompile("'[^']*'|\"[^\"]*\"|`[^`]*`")
+	// AUTH's arguments, [user] password, as a command line shows them.
+	authArgs = regexp.MustCompile(`(?i)\bAUTH(\s+\S+){1,2}`)
+)
+
+// redact masks the credentials in msg where they are: the password of any URL, and a known secret
+// where it stands as a whole argument, quoted as a server echoes the arguments of a command it
+// refuses (HELLO 3 AUTH user password), or after AUTH. A secret's letters elsewhere are left alone:
+// masking every occurrence would garble messages (the password "e" in "redisync") and show which
+// letters the password has.
+func redact(msg string, known []string) string {
+	msg = urlUserinfo.ReplaceAllString(msg, "${1}"+mask+"@")
+	if len(known) == 0 {
+		return msg
+	}
+	msg = quotedArg.ReplaceAllStringFunc(msg, func(q string) string {
+		if slices.Contains(known, q[1:len(q)-1]) {
+			return q[:1] + mask + q[len(q)-1:]
+		}
+		return q
+	})
+	return authArgs.ReplaceAllStringFunc(msg, func(m string) string {
+		words := strings.Fields(m)
+		for i, w := range words[1:] {
+			if slices.Contains(known, w) {
+				words[i+1] = mask
+			}
+		}
+		return strings.Join(words, " ")
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,15 +26,32 @@ func whoisKey(c *redisync.Client, name string) string {
 	return cc.Prefixed(whoisPrefix, key)
 }
 
-// holderInfo says who holds: what an operator needs to find the process.
+// holderInfo says who holds: what an operator needs to find the process. Anyone who can read
+// Redis reads it, so COMMAND's arguments, which may hold secrets (--api-token=...), are there only
+// when the holder was started with --record-command.
 type holderInfo struct {
 	Host    string `json:"host"`
 	PID     int    `json:"pid"`
-	Command string `json:"command"`
+	Program string `json:"program,omitempty"` // COMMAND's name, without its directory
+	Command string `json:"command,omitempty"` // COMMAND and its arguments, with --record-command
 }
 
 func (h holderInfo) String() string {
-	return fmt.Sprintf("pid %d on %s (%s)", h.PID, h.Host, h.Command)
+	what := h.Command
+	if what == "" {
+		what = h.Program
+	}
+	return fmt.Sprintf("pid %d on %s (%s)", h.PID, h.Host, what)
+}
+
+// newHolderInfo describes this process running argv (COMMAND and its arguments).
+func newHolderInfo(argv []string, recordCommand bool) holderInfo {
+	host, _ := os.Hostname()
+	h := holderInfo{Host: host, PID: os.Getpid(), Program: filepath.Base(argv[0])}
+	if recordCommand {
+		h.Command = strings.Join(argv, " ")
+	}
+	return h
 }
 
 // registration keeps the tool's holderInfo in Redis while it holds, renewing it with the hold's TTL.
@@ -41,13 +59,12 @@ type registration struct {
 	stop func()
 }
 
-// register writes this process's holderInfo for owner under name's side key and keeps it until
-// stop, which deletes it. Failures are ignored: the entry is for people, the hold does not need it.
-func register(c *redisync.Client, name, owner string, ttl time.Duration, argv []string) registration {
+// register writes info for owner under name's side key and keeps it until stop, which deletes it.
+// Failures are ignored: the entry is for people, the hold does not need it.
+func register(c *redisync.Client, name, owner string, ttl time.Duration, info holderInfo) registration {
 	rdb := c.Redis()
 	key := whoisKey(c, name)
-	host, _ := os.Hostname()
-	b, _ := json.Marshal(holderInfo{Host: host, PID: os.Getpid(), Command: strings.Join(argv, " ")})
+	b, _ := json.Marshal(info)
 	write := func(ctx context.Context) {
 		rdb.DoMulti(ctx,
 			rdb.B().Hset().Key(key).FieldValue().FieldValue(owner, string(b)).Build(),
