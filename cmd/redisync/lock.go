@@ -42,7 +42,8 @@ grows with every acquisition, so that the store COMMAND writes to can refuse a w
 paused past its lease and overtaken.
 
 While the tool waits with stderr on a terminal, it says once what it waits for and who holds it;
-'redisync inspect NAME' shows the holders' host, pid and command too.
+'redisync inspect NAME' shows the holders' host, pid and program too (and, with --record-command,
+their whole command line). COMMAND's environment is the tool's without the passwords it took.
 Flags go before NAME, or anywhere before "--".
 `
 
