@@ -222,3 +222,52 @@ func TestListUsage(t *testing.T) {
 		t.Fatalf("no server: %v", p)
 	}
 }
+
+// TestListCluster: on a cluster, list walks every master and finds each object once, side keys
+// and waiters' channels in their slots included.
+func TestListCluster(t *testing.T) {
+	tg := testkit.Cluster(t)
+	addrs := strings.Join(tg.Addrs, ",")
+	ctx := context.Background()
+	c, other := tg.Client(t), tg.Client(t)
+	var names []string
+	for i := range 6 { // names in several slots, of several masters
+		name := fmt.Sprintf("lscl-lock-%d", i)
+		l := must(rlock.New(c, name))
+		held := must(l.Lock(ctx))
+		t.Cleanup(func() { l.Unlock(held) })
+		names = append(names, name)
+	}
+	fair := must(fairlock.New(c, "lscl-fair"))
+	fairHeld := must(fair.Lock(ctx))
+	fairWaiter := must(fairlock.New(other, "lscl-fair"))
+	background(t, func(ctx context.Context) {
+		if h, err := fairWaiter.Lock(ctx); err == nil {
+			fairWaiter.Unlock(h)
+		}
+	})
+	latch := must(countdown.New(c, "lscl-latch"))
+	must(latch.TrySetCount(ctx, 1))
+	t.Cleanup(func() { latch.Delete(context.Background()) })
+	background(t, func(ctx context.Context) { latch.Await(ctx) })
+	t.Cleanup(func() { fair.Unlock(fairHeld) })
+
+	testkit.Eventually(t, 20*time.Second, func() error {
+		got := listJSON(t, addrs, "lscl-*")
+		for _, name := range names {
+			if got[name].Kind != "lock" {
+				return fmt.Errorf("%s: %+v", name, got[name])
+			}
+		}
+		if l := got["lscl-fair"]; l.Kind != "fair lock" || l.Waiters == nil || *l.Waiters != 1 {
+			return fmt.Errorf("lscl-fair: %+v", l)
+		}
+		if l := got["lscl-latch"]; l.Kind != "countdown latch" || l.Detail != "count 1" {
+			return fmt.Errorf("lscl-latch: %+v", l)
+		}
+		if len(got) != len(names)+2 {
+			return fmt.Errorf("listed %v", got)
+		}
+		return nil
+	})
+}

@@ -15,6 +15,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -72,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// No message may show a password, wherever it comes from (a server's error echoing a URL...).
 	stderr = redactor{stderr}
-	lead, args, code := leadingFlags(args, stderr)
+	lead, args, code := leadingFlags(args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -106,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // leadingFlags takes the connection flags given before the subcommand ("redisync --addr X lock
 // ..."), which the subcommand gets first among its own. It returns them and the rest, or an exit
 // status.
-func leadingFlags(args []string, stderr io.Writer) (lead, rest []string, code int) {
+func leadingFlags(args []string, stdout, stderr io.Writer) (lead, rest []string, code int) {
 	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
 		return nil, args, -1
 	}
@@ -119,7 +120,10 @@ func leadingFlags(args []string, stderr io.Writer) (lead, rest []string, code in
 	fs.Usage = func() {}
 	var conn connFlags
 	conn.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return nil, nil, exitOK
+	} else if err != nil {
 		fmt.Fprintf(stderr, "Before the subcommand, only connection flags go (see 'redisync --help').\n")
 		return nil, nil, exitUsage
 	}

@@ -189,6 +189,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--db", "-5", "list"}, exitUsage, "database number"},
 		{[]string{"--wait", "1", "lock", "x", "--", "true"}, exitUsage, "only connection flags"},
 		{[]string{"--addr", "127.0.0.1:1"}, exitUsage, "Usage:"},
+		{[]string{"--addr", "127.0.0.1:1", "--help"}, exitOK, "Usage:"},
 		{[]string{"rate", "--rate", "1/s", "redisync_holder:{x}", "--", "true"}, exitUsage, "namespace"},
 		{[]string{"rate", "--rate", "1/s", "-n", "-w", "2", "x", "--", "true"}, exitUsage, "exclude"},
 		{[]string{"rate", "--rate", "1/s", "-E", "256", "x", "--", "true"}, exitUsage, "-E 256"},
