@@ -185,13 +185,19 @@ func (l *lister) list() ([]listed, error) {
 			return nil, err
 		}
 	}
+	// Subscribers may be connected to any node, replicas included.
+	for _, node := range l.r.rdb.Nodes() {
+		if err := l.channels(node); err != nil {
+			return nil, err
+		}
+	}
 	names := make([]string, 0, len(l.objects))
 	for name := range l.objects {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	out := []listed{}
-	for chunk := range slices.Chunk(names, listBatch/8) {
+	for chunk := range slices.Chunk(names, listBatch/8) { // up to 8 reads an object
 		found, err := l.read(chunk)
 		if err != nil {
 			return nil, err
@@ -236,8 +242,7 @@ func masters(ctx context.Context, rdb rueidis.Client) []rueidis.Client {
 }
 
 // walk finds the candidates on one node: hashes named like the pattern (locks, read-write locks,
-// rate limiters), the side keys that name fair locks, semaphores and their waiters, and the
-// channels that waiters subscribe to.
+// rate limiters), and the side keys that name fair locks, semaphores and their waiters.
 func (l *lister) walk(node rueidis.Client) error {
 	if l.typed {
 		err := l.scan(node, l.pattern, "hash", l.hashes)
@@ -254,10 +259,10 @@ func (l *lister) walk(node rueidis.Client) error {
 		if err := l.scan(node, "redisson_lock_queue:*", "list", l.lists); err != nil {
 			return err
 		}
-	} else if err := l.scan(node, "*", "", func(n rueidis.Client, keys []string) error { return l.byType(n, keys) }); err != nil {
+	} else if err := l.scan(node, "*", "", l.byType); err != nil {
 		return err
 	}
-	return l.channels(node)
+	return nil
 }
 
 // scan walks the keys of node that match with SCAN, of type typ ("" for any), and hands them to
