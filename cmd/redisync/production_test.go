@@ -235,6 +235,7 @@ func TestExitCodes(t *testing.T) {
 		{"latch", "NAME", "await", "--wait", "1s"},
 		{"inspect", "NAME"},
 		{"list", "NAME"},
+		{"demo", "--addr", "ADDR", "--buyers", "2", "--stock", "1", "--clients", "1"},
 	}
 	for _, tc := range []struct {
 		what, addr, user, password, name string
@@ -246,10 +247,16 @@ func TestExitCodes(t *testing.T) {
 		{"stopped server", stoppedAddr, "app", "app-pw", "exit-codes", exitUnavailable, exitUnavailable},
 	} {
 		for _, sub := range subcommands {
+			if sub[0] == "demo" && tc.name == "app-hash" {
+				continue // it takes no NAME
+			}
 			args := append([]string{sub[0], "--user", tc.user}, sub[1:]...)
 			for i, a := range args {
-				if a == "NAME" {
+				switch a {
+				case "NAME":
 					args[i] = tc.name
+				case "ADDR": // the demo's server is an embedded one unless --addr says otherwise
+					args[i] = tc.addr
 				}
 			}
 			p := tool(t, tc.addr, args...)
