@@ -73,23 +73,6 @@ Examples:
   redisync lock --wait 10m --lease 1h --addr redis:6379 backup -- pg_dump -f dump.sql app
 `
 
-// waitFlags are the flags of the subcommands that wait to acquire: lock, semaphore and rate.
-type waitFlags struct {
-	wait     waitFlag
-	nowait   bool
-	conflict int
-}
-
-func (f *waitFlags) register(cmd *command) {
-	waitUsage := "give up with status 75 after `DURATION` (1m30s, or seconds: 90) without acquiring; 0 tries once (default: wait as long as it takes);\nconnecting counts against it"
-	cmd.fs.Var(&f.wait, "wait", waitUsage)
-	cmd.fs.Var(&f.wait, "w", "short for --wait")
-	cmd.fs.BoolVar(&f.nowait, "n", false, "do not wait: try once (--wait 0)")
-	cmd.fs.BoolVar(&f.nowait, "nonblock", false, "same as -n")
-	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` when not acquired")
-	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E")
-}
-
 // lockFlags are the flags that lock and semaphore share.
 type lockFlags struct {
 	waitFlags
@@ -233,31 +216,6 @@ func (f *lockFlags) options(start time.Time) heldOptions {
 		ttl = *f.watchdog
 	}
 	return heldOptions{wait: f.wait.bound(), start: start, grace: *f.grace, ttl: ttl, notAcquired: f.conflict, recordCommand: f.record}
-}
-
-// minConnect is the least time a bounded wait gives the connection: --wait 0 still connects.
-const minConnect = time.Second
-
-// connectBudget is how long the connection may take within a wait bound (< 0: none): everything
-// the tool sends before the acquisition counts against the bound, so that a stalled server cannot
-// hold the tool past it.
-func connectBudget(wait waitFlag) time.Duration {
-	if !wait.set {
-		return -1
-	}
-	return max(wait.d, minConnect)
-}
-
-func (f *waitFlags) budget() time.Duration { return connectBudget(f.wait) }
-
-// before returns the ctx of what is sent before the acquisition of a run that started at start:
-// it ends with the connection's budget, or after a minute without a wait bound.
-func (f *waitFlags) before(start time.Time) (context.Context, context.CancelFunc) {
-	budget := f.budget()
-	if budget < 0 {
-		budget = time.Minute
-	}
-	return context.WithDeadline(context.Background(), start.Add(budget))
 }
 
 // checkLockKey returns exitDataErr, with a message naming the key's type but never its content,
