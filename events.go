@@ -11,16 +11,20 @@ type EventKind = core.EventKind
 
 // The kinds of Event.
 const (
-	// EventAcquired: an acquisition of a lock succeeded, re-entries included. Wait is how long the
-	// call took; HandedOver tells whether the releasing holder handed the lock over to this waiter
-	// rather than it taking the lock by its own try.
+	// EventAcquired: an acquisition succeeded: of a lock (re-entries included), of semaphore
+	// permits, of a rate limiter's permits, or an await of a countdown latch that found it open.
+	// Wait is how long the call took; HandedOver tells whether the releasing holder handed the
+	// object over to this waiter rather than it taking the object by its own try; Waited tells
+	// whether it reported EventWaiting first.
 	EventAcquired = core.EventAcquired
-	// EventReleased: Unlock released an acquisition. Held is how long it was held.
+	// EventReleased: Unlock released an acquisition of a lock. Held is how long it was held; Ended
+	// is 1.
 	EventReleased = core.EventReleased
 	// EventLost: a hold ended without Unlock, every acquisition of it at once. Cause says why: the
 	// watchdog found it gone or could not renew it before its lease may have ended, Unlock found it
 	// no longer held (a fixed lease that ended is reported so, when its Unlock comes), a forced
-	// unlock, or Close (Cause matches ErrClosed). Held is counted from its earliest acquisition.
+	// unlock, or Close (Cause matches ErrClosed). Held is counted from its earliest acquisition;
+	// Ended is how many acquisitions it ends.
 	EventLost = core.EventLost
 	// EventRenewalFailed: the watchdog could not renew a hold this round (the server is unreachable
 	// or stalled). The hold lives on: a later round may renew it in time, or EventLost follows when
@@ -31,27 +35,45 @@ const (
 	// been missed meanwhile. Primitive and Name are empty.
 	EventReconnected = core.EventReconnected
 	// EventAbandoned: the ctx of an acquisition became unreachable without Unlock (see WithLogger).
-	// Held is how long it was held.
+	// Held is how long it was held. Ended is 1, or 0 when it was the hold's last acquisition, which
+	// stays until its lease may have ended and is then ended by EventLost.
 	EventAbandoned = core.EventAbandoned
+	// EventWaiting: an acquisition (of any primitive's, as for EventAcquired) tried, found the
+	// object taken, and waits to try again. EventAcquired, EventNotAcquired or EventFailed ends
+	// it, with Waited set: between the two the acquisition is a waiter.
+	EventWaiting = core.EventWaiting
+	// EventNotAcquired: an acquisition with a wait bound (TryLock, TryAcquire, TryAwait) gave up
+	// at it; with a bound of 0, its single try was refused. Wait is how long the call took.
+	EventNotAcquired = core.EventNotAcquired
+	// EventFailed: an acquisition ended with an error, its Cause: Redis's (NOPERM, WRONGTYPE...),
+	// the connection's, ctx's, or ErrClosed. Wait is how long the call took.
+	EventFailed = core.EventFailed
+	// EventCountedDown: CountDown counted a countdown latch down (a latch at zero stays there).
+	EventCountedDown = core.EventCountedDown
 )
 
-// Event is one thing that happened to a lock of a Client, as WithEvents reports it. Only the fields
-// its Kind names are set.
+// Event is one thing that happened to an object of a Client, as WithEvents reports it. Only the
+// fields its Kind names are set.
 type Event struct {
 	Kind EventKind
-	// Primitive is the kind of object: "lock", "fair lock", "read lock", "write lock" (the words of
+	// Primitive is the kind of object: "lock", "fair lock", "read lock", "write lock",
+	// "semaphore", "expirable semaphore", "rate limiter", "countdown latch" (the words of
 	// its errors). Name is its name.
 	Primitive, Name string
-	Wait            time.Duration // EventAcquired
+	Wait            time.Duration // EventAcquired, EventNotAcquired, EventFailed
 	Held            time.Duration // EventReleased, EventLost, EventAbandoned
 	HandedOver      bool          // EventAcquired
-	Cause           error         // EventLost, EventRenewalFailed
+	Cause           error         // EventLost, EventRenewalFailed, EventFailed
 	Channels        int           // EventReconnected
+	Waited          bool          // EventAcquired, EventNotAcquired, EventFailed: EventWaiting came first
+	Ended           int           // EventReleased, EventLost, EventAbandoned: acquisitions it ends
 }
 
 // WithEvents makes the Client call f with every Event: acquisitions, releases and losses of the
 // holds of rlock, fairlock and rwlock (and so of the MultiLocks built of them), failed renewals,
-// and notifier reconnects. Semaphore permits, latches and rate limiters report nothing.
+// notifier reconnects, and the acquisitions of semaphore permits and rate limiter permits, the
+// awaits and count-downs of countdown latches, with their waits, refusals and failures. Releases
+// of permits are not reported: a permit is not a hold of the Client's.
 //
 // f runs synchronously on the library's goroutines: the one that called Lock or Unlock, the
 // watchdog's, the notifier's, or the garbage collector's cleanup goroutine. It must be quick and

@@ -319,3 +319,101 @@ func TestEventsClose(t *testing.T) {
 	}
 	testkit.Do(t, tg.Redis(t), "DEL", "events-close")
 }
+
+// kinds returns the kinds of the events reported so far, in order.
+func (r *recorder) kinds() []redisync.EventKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]redisync.EventKind, len(r.events))
+	for i, e := range r.events {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+// An acquisition that gives up at its wait bound is reported not acquired, having waited when the
+// bound let it; one on a key of another kind is reported failed with Redis's error.
+func TestEventsNotAcquiredAndFailed(t *testing.T) {
+	tg := testkit.Standalone(t)
+	holder := newLock(t, tg.Client(t), "events-busy")
+	held, err := holder.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Unlock(held)
+	var r recorder
+	c := tg.Client(t, r.options()...)
+	l := newLock(t, c, "events-busy")
+	if _, err := l.TryLock(context.Background(), 0); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryLock(0) = %v", err)
+	}
+	if _, err := l.TryLock(context.Background(), 100*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryLock(100ms) = %v", err)
+	}
+	want := []redisync.EventKind{redisync.EventNotAcquired, redisync.EventWaiting, redisync.EventNotAcquired}
+	if got := r.kinds(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	r.mu.Lock()
+	refused, timedOut := r.events[0], r.events[2]
+	r.mu.Unlock()
+	if refused.Waited || refused.Name != "events-busy" || refused.Primitive != "lock" {
+		t.Errorf("single try reported %+v: want not acquired without waiting", refused)
+	}
+	if !timedOut.Waited || timedOut.Wait < 100*time.Millisecond {
+		t.Errorf("bounded wait reported %+v: want not acquired after waiting its bound", timedOut)
+	}
+
+	testkit.Do(t, tg.Redis(t), "SET", "events-string", "x")
+	defer testkit.Do(t, tg.Redis(t), "DEL", "events-string")
+	if _, err := newLock(t, c, "events-string").Lock(context.Background()); err == nil {
+		t.Fatal("a lock on a string was acquired")
+	}
+	e := r.await(t, redisync.EventFailed)
+	if e.Cause == nil || !strings.Contains(e.Cause.Error(), "WRONGTYPE") || e.Waited || e.Name != "events-string" {
+		t.Fatalf("failed acquisition reported %+v: want Redis's WRONGTYPE", e)
+	}
+}
+
+// Every acquisition is ended by exactly one event's Ended: released, lost (every acquisition of
+// the hold at once), or abandoned.
+func TestEventsEnded(t *testing.T) {
+	tg := testkit.Standalone(t)
+	var r recorder
+	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(900*time.Millisecond))...), "events-ended")
+	held, err := l.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Lock(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := l.Lock(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(third); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Do(t, tg.Redis(t), "DEL", "events-ended")
+	e := r.await(t, redisync.EventLost)
+	if e.Ended != 2 {
+		t.Errorf("lost event %+v: want the 2 acquisitions left ended", e)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held0 := 0
+	for _, e := range r.events {
+		switch e.Kind {
+		case redisync.EventAcquired:
+			held0++
+		case redisync.EventReleased, redisync.EventLost, redisync.EventAbandoned:
+			held0 -= e.Ended
+		}
+	}
+	if held0 != 0 {
+		t.Fatalf("acquisitions held by the events' count: %d, want 0\n%v", held0, r.events)
+	}
+	_ = l.Unlock(again)
+}

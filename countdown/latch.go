@@ -102,6 +102,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 		return core.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteKeyLater(l.memo + rid)
+	l.c.Emit(core.Event{Kind: core.EventCountedDown, Primitive: kind, Name: l.name})
 	return nil
 }
 
@@ -174,6 +175,8 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 		stop = time.Now().Add(wait + core.Overtime)
 	}
 	_, err := l.c.Acquire(ctx, wait, core.Wait{
+		Kind:    kind,
+		Name:    l.name,
 		Channel: l.channel,
 		Weight:  1,
 		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a

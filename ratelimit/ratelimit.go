@@ -145,7 +145,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		a.deadline = time.Now().Add(wait)
 	}
 	// No Channel: nothing announces freed permits, and each try says how long to sleep.
-	_, err := l.c.Acquire(ctx, wait, core.Wait{Tries: a})
+	_, err := l.c.Acquire(ctx, wait, core.Wait{Kind: kind, Name: l.name, Tries: a})
 	if err != nil {
 		return core.Errorf(kind, l.name, err)
 	}

@@ -129,7 +129,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
 	a.args = append([]string{"acquire", e.c.PublishCommand(), e.c.RequestID(), e.leaseMs}, ids...)
-	if _, err := e.c.Acquire(ctx, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
+	if _, err := e.c.Acquire(ctx, wait, core.Wait{Kind: expirableKind, Name: e.name, Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
 		return nil, core.Errorf(expirableKind, e.name, err)
 	}
 	for i, id := range ids {

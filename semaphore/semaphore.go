@@ -179,7 +179,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	// first try, the usual case, sends and builds no record.
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.ID(), argLinger: lingerMs,
 		argRecorded: "0", argRid: s.c.RequestID()}
-	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
+	w := core.Wait{Kind: kind, Name: s.name, Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" && !s.c.AcksReplicas(ctx, s.name) { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -34,7 +36,7 @@ type connFlags struct {
 	url          string
 	user         string
 	passwordFile string
-	db           int
+	db           dbFlag
 	tls          bool
 	cacert       string
 	cert         string
@@ -54,7 +56,7 @@ func (c *connFlags) registerWith(fs *flag.FlagSet, note string) {
 	fs.StringVar(&c.url, "url", "", "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB] or rediss:// (TLS) (default $"+urlEnv+");\n`URL`s with a password are better given in $"+urlEnv+": argv is public")
 	fs.StringVar(&c.user, "user", "", "ACL `USER` to authenticate as; the password comes from $"+passwordEnv+" or --password-file")
 	fs.StringVar(&c.passwordFile, "password-file", "", "read the password from `FILE` (its first line)")
-	fs.IntVar(&c.db, "db", -1, "select database `N` (standalone and Sentinel)")
+	fs.Var(&c.db, "db", "select database `N` (standalone and Sentinel)")
 	fs.BoolVar(&c.tls, "tls", false, "connect with TLS (implied by rediss:// and by --cacert, --cert)")
 	fs.StringVar(&c.cacert, "cacert", "", "verify the server with the CA certificates in PEM `FILE` (default: the system's)")
 	fs.StringVar(&c.cert, "cert", "", "client certificate PEM `FILE` for TLS client authentication (with --key)")
@@ -126,8 +128,8 @@ func (c *connFlags) option() (rueidis.ClientOption, error) {
 	if pass != "" {
 		opt.Password = pass
 	}
-	if c.db >= 0 {
-		opt.SelectDB = c.db
+	if c.db.set {
+		opt.SelectDB = c.db.n
 	}
 	if c.tls || c.cacert != "" || c.cert != "" || c.key != "" || opt.TLSConfig != nil {
 		if opt.TLSConfig, err = c.tlsConfig(opt.TLSConfig, opt.InitAddress); err != nil {
@@ -145,13 +147,35 @@ func (c *connFlags) option() (rueidis.ClientOption, error) {
 	return opt, nil
 }
 
+// dbFlag is --db: a database number, 0 or more.
+type dbFlag struct {
+	n   int
+	set bool
+}
+
+func (d *dbFlag) String() string {
+	if d == nil || !d.set {
+		return ""
+	}
+	return strconv.Itoa(d.n)
+}
+
+func (d *dbFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want a database number, 0 or more", s)
+	}
+	d.n, d.set = n, true
+	return nil
+}
+
 // hostPort checks a host:port and adds the default port to a bare host.
 func hostPort(a string) (string, error) {
 	host, port, err := net.SplitHostPort(a)
 	if err != nil {
 		// A bare host ("127.0.0.1", "redis", "::1", "[::1]") gets Redis's port.
 		h := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
-		if strings.ContainsAny(h, "[]/ ") || h == "" {
+		if !validHost(h) || strings.HasPrefix(a, "[") != strings.HasSuffix(a, "]") {
 			return "", fmt.Errorf("bad address %q: want host:port", a)
 		}
 		return net.JoinHostPort(h, defaultPort), nil
@@ -161,8 +185,22 @@ func hostPort(a string) (string, error) {
 	}
 	if host == "" {
 		host = "127.0.0.1"
+	} else if !validHost(host) {
+		return "", fmt.Errorf("bad address %q: want host:port", a)
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// validHost reports whether h can name a host: an IP address, or a name without the characters
+// that no host name has. A colon belongs to IPv6 addresses only (":::" is none).
+func validHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "[]/ @") {
+		return false
+	}
+	if strings.Contains(h, ":") {
+		return net.ParseIP(h) != nil
+	}
+	return true
 }
 
 // secret reads a password from the environment variable env or from file (flag names the flag).
@@ -234,8 +272,9 @@ func urlPassword(s string) (string, bool) {
 	return u.User.Password()
 }
 
-// connect returns a Client on the flags' server, or the exit status and a message on stderr.
-func (c *connFlags) connect(cmd *command, opts ...redisync.Option) (*redisync.Client, int) {
+// connect returns a Client on the flags' server, or the exit status and a message on stderr. A
+// budget > 0 bounds the connection and its handshake (see dial).
+func (c *connFlags) connect(cmd *command, budget time.Duration, opts ...redisync.Option) (*redisync.Client, int) {
 	opt, err := c.option()
 	if err != nil {
 		return nil, cmd.usageError("%v", err)
@@ -244,25 +283,75 @@ func (c *connFlags) connect(cmd *command, opts ...redisync.Option) (*redisync.Cl
 		prefix := c.prefix
 		opts = append(opts, redisync.WithNameMapper(func(name string) string { return prefix + name }))
 	}
-	client, err := redisync.New(opt, opts...)
+	client, err := dial(opt, budget, func(opt rueidis.ClientOption) (*redisync.Client, error) { return redisync.New(opt, opts...) },
+		func(c *redisync.Client) { c.Close() })
 	if err != nil {
 		return nil, connectError(cmd, opt, err)
 	}
 	return client, -1
 }
 
-// rawClient returns a rueidis client on the flags' server (for inspect, which only reads).
-func (c *connFlags) rawClient(cmd *command) (rueidis.Client, int) {
+// rawClient returns a rueidis client on the flags' server (for inspect and list, which only read).
+func (c *connFlags) rawClient(cmd *command, budget time.Duration) (rueidis.Client, int) {
 	opt, err := c.option()
 	if err != nil {
 		return nil, cmd.usageError("%v", err)
 	}
-	rdb, err := rueidis.NewClient(opt)
+	rdb, err := dial(opt, budget, rueidis.NewClient, rueidis.Client.Close)
 	if err != nil {
 		return nil, connectError(cmd, opt, err)
 	}
 	return rdb, -1
 }
+
+// errNoAnswer is a connection that budget ran out on.
+type errNoAnswer struct{ budget time.Duration }
+
+func (e errNoAnswer) Error() string {
+	return fmt.Sprintf("no answer within %v (the wait bound): the server is paused, overloaded or unreachable", e.budget)
+}
+
+// dial makes a client with open. rueidis dials and sends its handshake (HELLO, AUTH, SELECT) before
+// it returns, waiting for a server that stalls for up to its dial timeout: with budget > 0, that
+// timeout is the budget, and dial returns once it has passed whatever open does (a cluster's or
+// Sentinel's discovery too); a client made after that is closed.
+func dial[T any](opt rueidis.ClientOption, budget time.Duration, open func(rueidis.ClientOption) (T, error), close func(T)) (T, error) {
+	if budget <= 0 {
+		return open(opt)
+	}
+	if opt.Dialer.Timeout == 0 || opt.Dialer.Timeout > budget {
+		opt.Dialer.Timeout = budget
+	}
+	type result struct {
+		c   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := open(opt)
+		done <- result{c, err}
+	}()
+	t := time.NewTimer(budget + connectOvertime)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil && errors.Is(r.err, context.DeadlineExceeded) {
+			r.err = errNoAnswer{budget}
+		}
+		return r.c, r.err
+	case <-t.C:
+		go func() {
+			if r := <-done; r.err == nil {
+				close(r.c)
+			}
+		}()
+		var zero T
+		return zero, errNoAnswer{budget}
+	}
+}
+
+// connectOvertime is how long past its budget dial waits for rueidis to report the timeout itself.
+const connectOvertime = 100 * time.Millisecond
 
 // connectError reports a failed connection in words and returns its status.
 func connectError(cmd *command, opt rueidis.ClientOption, err error) int {

@@ -52,6 +52,11 @@ func TestNoDamage(t *testing.T) {
 		{[]string{"lock", "redisson_lock_token:{fenced}", "--", "true"}, exitUsage},
 		{[]string{"semaphore", "--permits", "1", "redisync_holder:{x}", "--", "true"}, exitUsage},
 		{[]string{"lock", "app-string", "--", "true"}, exitDataErr},
+		{[]string{"lock", "app-hash", "--", "true"}, exitDataErr},
+		{[]string{"lock", "-w", "1", "--fair", "app-hash", "--", "true"}, exitDataErr},
+		{[]string{"lock", "--write", "app-hash", "--", "true"}, exitDataErr},
+		{[]string{"rate", "--rate", "1/s", "app-hash", "--", "true"}, exitDataErr},
+		{[]string{"rate", "--rate", "1/s", "app-string", "--", "true"}, exitDataErr},
 		{[]string{"lock", "--fair", "app-list", "--", "true"}, exitDataErr},
 		{[]string{"lock", "--read", "app-string", "--", "true"}, exitDataErr},
 		{[]string{"semaphore", "--permits", "2", "app-string", "--", "true"}, exitDataErr},
@@ -160,7 +165,7 @@ func TestInspectNamesHolder(t *testing.T) {
 		pid  int
 	}{{"report", l.cmd.Process.Pid}, {"pool", s.cmd.Process.Pid}} {
 		p := tool(t, tg.Addrs[0], "inspect", tc.name)
-		want := "pid " + strconv.Itoa(tc.pid) + " on " + host + " (sh -c"
+		want := "pid " + strconv.Itoa(tc.pid) + " on " + host + " (sh)"
 		if code := p.run(); code != 0 || !strings.Contains(p.stdout.String(), want) {
 			t.Errorf("want %q\n%v", want, p)
 		}

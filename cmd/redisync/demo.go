@@ -94,8 +94,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	for range *clients {
 		c, err := redisync.New(opt)
 		if err != nil {
-			fmt.Fprintf(stderr, "redisync demo: cannot connect to %s: %v\n", where, err)
-			return exitUnavailable
+			return connectError(cmd, opt, err)
 		}
 		cs = append(cs, c)
 	}
@@ -106,14 +105,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 
 	free, err := s.run(context.Background(), false)
 	if err != nil {
-		fmt.Fprintf(stderr, "redisync demo: %v\n", err)
-		return exitFailure
+		return redisError(cmd, err)
 	}
 	fmt.Fprintln(stdout, free.line("without a lock"))
 	locked, err := s.run(context.Background(), true)
 	if err != nil {
-		fmt.Fprintf(stderr, "redisync demo: %v\n", err)
-		return exitFailure
+		return redisError(cmd, err)
 	}
 	fmt.Fprintln(stdout, locked.line("with rlock"))
 	fmt.Fprintln(stdout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -127,6 +128,46 @@ func (w *waitFlag) bound() time.Duration {
 		return -1
 	}
 	return w.d
+}
+
+// waitFlags are the flags of the subcommands that wait to acquire: lock, semaphore and rate.
+type waitFlags struct {
+	wait     waitFlag
+	nowait   bool
+	conflict int
+}
+
+func (f *waitFlags) register(cmd *command) {
+	waitUsage := "give up with status 75 after `DURATION` (1m30s, or seconds: 90) without acquiring; 0 tries once (default: wait as long as it takes);\nconnecting counts against it"
+	cmd.fs.Var(&f.wait, "wait", waitUsage)
+	cmd.fs.Var(&f.wait, "w", "short for --wait")
+	cmd.fs.BoolVar(&f.nowait, "n", false, "do not wait: try once (--wait 0)")
+	cmd.fs.BoolVar(&f.nowait, "nonblock", false, "same as -n")
+	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` when not acquired")
+	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E")
+}
+
+// minConnect is the least time a bounded wait gives the connection: --wait 0 still connects.
+const minConnect = time.Second
+
+// budget is how long the connection may take within the wait bound (< 0: no bound): everything the
+// tool sends before the acquisition counts against the bound, so that a stalled server cannot hold
+// the tool past it.
+func (f *waitFlags) budget() time.Duration {
+	if !f.wait.set {
+		return -1
+	}
+	return max(f.wait.d, minConnect)
+}
+
+// before returns the ctx of what is sent before the acquisition of a run that started at start:
+// it ends with the connection's budget, or after a minute without a wait bound.
+func (f *waitFlags) before(start time.Time) (context.Context, context.CancelFunc) {
+	budget := f.budget()
+	if budget < 0 {
+		budget = time.Minute
+	}
+	return context.WithDeadline(context.Background(), start.Add(budget))
 }
 
 // durationFlag registers a non-negative duration flag.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync"
@@ -26,9 +28,12 @@ type holder struct {
 // heldOptions are the settings of runHeld that come from flags.
 type heldOptions struct {
 	wait        time.Duration // < 0: no bound
+	start       time.Time     // when the run started: the wait counts from it, connecting included
 	grace       time.Duration
 	ttl         time.Duration // the hold's TTL in Redis: its lease, or the watchdog timeout
 	notAcquired int           // the status when not acquired within wait
+	// recordCommand: the holder's registration has COMMAND's arguments, not only its name.
+	recordCommand bool
 }
 
 // releaseTimeout bounds the release: a Redis that went away must not keep the tool, and the next
@@ -46,7 +51,11 @@ func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []s
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	stopWatching := sigs.cancelOn(cancel)
-	held, err := acquireSaying(ctx, cmd, c, h, o.wait)
+	wait := o.wait
+	if wait > 0 {
+		wait = max(0, wait-time.Since(o.start))
+	}
+	held, err := acquireSaying(ctx, cmd, c, h, wait)
 	stopWatching()
 	var sig interrupted
 	switch {
@@ -67,9 +76,9 @@ func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []s
 
 	reg := registration{stop: func() {}} // a rate limiter's permit has no holder to name
 	if h.owner != nil {
-		reg = register(c, h.name, h.owner(held), o.ttl, argv)
+		reg = register(c, h.name, h.owner(held), o.ttl, newHolderInfo(argv, o.recordCommand))
 	}
-	env := os.Environ()
+	env := childEnv(os.Environ())
 	if h.env != nil {
 		env = append(env, h.env(held)...)
 	}
@@ -96,6 +105,33 @@ func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []s
 		fmt.Fprintf(cmd.stderr, "redisync %s: release failed, the %s stays until its lease ends: %v\n", cmd.name, h.what, err)
 	}
 	return status
+}
+
+// childEnv is env without the secrets the tool consumed: COMMAND needs no password to Redis, and
+// its own children, logs and crash reports would spread it. A URL keeps its user and address.
+func childEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case passwordEnv, sentinelPasswordEnv:
+			continue
+		case urlEnv:
+			u, err := url.Parse(v)
+			if err != nil {
+				if strings.Contains(v, "@") {
+					continue // unreadable, and may hold a password
+				}
+				break
+			}
+			if _, ok := u.User.Password(); ok {
+				u.User = url.User(u.User.Username())
+				kv = k + "=" + u.String()
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // release releases h, unless Redis is unreachable: then it says so at once, naming the error, and

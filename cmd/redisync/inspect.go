@@ -13,18 +13,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/rueidis"
-
-	"github.com/redisync/redisync/internal/core"
 )
 
 const inspectHeader = `Usage: redisync inspect [--json] [--watch [--interval D]] NAME
 
-Shows what Redis holds under NAME, read without changing anything (only TYPE, HGETALL, GET, PTTL,
-LRANGE, ZRANGE, EXISTS, TIME, PUBSUB NUMSUB and, for other keys, their length are sent): which primitive it is, its holders and
-their hold counts, its TTL, the fair lock's queue with each waiter's deadline, the read-write lock's
-mode and per-reader leases, a semaphore's available permits and the expiry of each acquired permit,
-a latch's count, a rate limiter's rate and permits left. It reads Redisson's layout, so it shows
-locks taken by Java services too.
+Shows what Redis holds under NAME, read without changing anything: which primitive it is, its
+holders and their hold counts, its TTL, its waiters (a lock's and a semaphore's recorded waiters,
+the fair lock's queue with each waiter's deadline, the read-write lock's waiting writers, the
+processes waiting on a semaphore's or latch's channel), the read-write lock's mode and per-reader
+leases, a semaphore's available permits and the expiry of each acquired permit, a latch's count, a
+rate limiter's rate and permits left. It reads Redisson's layout, so it shows locks taken by Java
+services too.
+
+It costs the server little whatever NAME holds: a few round trips of pipelined, bounded reads
+(TYPE, PTTL, TIME, HLEN, HSCAN, HMGET, GETRANGE, LLEN, LRANGE, ZCARD, ZCOUNT, ZRANGE, ZSCORE,
+PUBSUB NUMSUB, and for other keys their length), never a whole value: of long lists, at most 100
+entries are read, and the rest counted.
 
 Owners read "<client id>:<owner id>": the client id is a redisync Client's (or a Redisson
 instance's) UUID, the owner id its context owner (Redisson: the thread id).
@@ -39,9 +43,11 @@ Keys under NAME that are no primitive's are shown by type and size only, never b
 owners and ids are printed with control characters escaped. Holders that are this tool show the
 host, pid and command that registered beside the owner (key redisync_holder:{NAME}).
 
-Exit status: 0 (also when nothing is stored under NAME), 1 when NAME holds something that is not a
-redisync or Redisson object, 77 when Redis refuses a command (NOPERM), 69 when Redis is unreachable
-or failing.
+--watch reads again every --interval, of at least 100ms: a shorter one is refused (status 64).
+
+Exit status: 0 (also when nothing is stored under NAME), 65 when NAME holds something that is not a
+redisync or Redisson object, 64 for bad flags or arguments, 69 when Redis is unreachable or failing,
+77 when Redis refuses (NOPERM, wrong user or password).
 
 Examples:
   redisync inspect nightly-report
@@ -68,7 +74,16 @@ type state struct {
 	// WaitingWriters: the writers a read-write lock with writer preference keeps new readers out for,
 	// each with the time its announcement lapses unless renewed.
 	WaitingWriters []waiter `json:"waiting_writers,omitempty"`
-	Keys           []string `json:"keys"` // the keys that were found
+	// Waiters: the waiters that recorded themselves (a lock's, a semaphore's: redisync's), each with
+	// the time by which it will have tried again; a lapsed record's waiter has gone.
+	Waiters []waiter `json:"waiters,omitempty"`
+	// Subscribers: the subscribers of a semaphore's or latch's channel, on every node: the processes
+	// waiting for it (a redisync Client subscribes once for all its waiters).
+	Subscribers *int64   `json:"subscribers,omitempty"`
+	Keys        []string `json:"keys"` // the keys that were found
+	// Omitted: how many holders, queue, waiters, waiting_writers or permits there are beyond those
+	// shown (at most 100 of each are read).
+	Omitted map[string]int64 `json:"omitted,omitempty"`
 
 	RateLimiter *rateState `json:"rate_limiter,omitempty"` // a rate limiter's rate and window
 	// Other: NAME holds a key that is no primitive's (Kind "other"): its type and size only.
@@ -84,8 +99,10 @@ type holderState struct {
 }
 
 type waiter struct {
-	Owner    string `json:"owner"`
-	Deadline *int64 `json:"deadline_in_ms,omitempty"` // by when it must try again or lose its place
+	Owner string `json:"owner"`
+	// Deadline: by when it must try again or lose its place (a fair lock's queue), will have tried
+	// again (a recorded waiter), or stops keeping readers out unless renewed (a waiting writer).
+	Deadline *int64 `json:"deadline_in_ms,omitempty"`
 }
 
 type permit struct {
@@ -103,7 +120,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("inspect", inspectHeader, inspectFooter, stdout, stderr)
 	asJSON := cmd.fs.Bool("json", false, "print JSON (times in milliseconds, relative to the server's clock)")
 	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, queue, counts or the fencing token change (one JSON object a line with --json)")
-	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads")
+	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads, at least "+minInterval.String())
 	var conn connFlags
 	conn.register(cmd.fs)
 	pos, _, _, code := cmd.parse(args, 0)
@@ -117,14 +134,16 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("unexpected argument %q", pos[1])
 	case pos[0] == "":
 		return cmd.usageError("empty NAME")
+	case *interval < minInterval:
+		return cmd.usageError("--interval %v is too short: at least %v (each read costs the server a few round trips)", *interval, minInterval)
 	}
-	rdb, code := conn.rawClient(cmd)
+	rdb, code := conn.rawClient(cmd, -1)
 	if code >= 0 {
 		return code
 	}
 	defer rdb.Close()
 	if *watching {
-		return watchInspect(rdb, conn.objectKey(pos[0]), *asJSON, max(*interval, 10*time.Millisecond), stdout, stderr)
+		return watchInspect(cmd, rdb, conn.objectKey(pos[0]), *asJSON, *interval)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -140,10 +159,13 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 		st.print(stdout)
 	}
 	if st.Other != nil {
-		return exitFailure
+		return exitDataErr
 	}
 	return exitOK
 }
+
+// minInterval is the shortest --interval of --watch: a watch must not become a load on the server.
+const minInterval = 100 * time.Millisecond
 
 // other describes a key that is no primitive's: its type and size, never its content, which may
 // be anyone's secret.
@@ -160,7 +182,7 @@ func (o other) String() string {
 	return fmt.Sprintf("a %s of %d %s, not a lock, semaphore or latch", o.Type, o.Size, unit)
 }
 
-// sizeCommand is the command that measures a key of each type.
+// sizeCommand is the O(1) command that measures a key of each type.
 func sizeCommand(rdb rueidis.Client, typ, key string) (rueidis.Completed, bool) {
 	b := rdb.B()
 	switch typ {
@@ -180,158 +202,130 @@ func sizeCommand(rdb rueidis.Client, typ, key string) (rueidis.Completed, bool) 
 	return rueidis.Completed{}, false
 }
 
-// foreign fills st for a key that is no primitive's.
-func (r *reader) foreign(st *state, typ string) {
-	st.Kind = "other"
-	o := &other{Type: typ, Size: -1}
-	if cmd, ok := sizeCommand(r.rdb, typ, st.Name); ok {
-		o.Size, _ = r.do(cmd).AsInt64()
+// foreign fills st for a key that is no primitive's; size < 0: not measured yet.
+func (r *reader) foreign(st *state, typ string, size int64) {
+	*st = state{Name: st.Name, Kind: "other", TTLms: st.TTLms, Keys: []string{st.Name}}
+	o := &other{Type: typ, Size: size}
+	if cmd, ok := sizeCommand(r.rdb, typ, st.Name); ok && size < 0 {
+		o.Size, _ = r.multi(cmd)[0].AsInt64()
 	}
 	st.Other = o
-	st.Holders, st.Count, st.Available, st.Mode = nil, nil, nil, ""
 }
 
-// reader sends read-only commands and remembers the first error.
-type reader struct {
-	ctx   context.Context
-	rdb   rueidis.Client
-	names core.Names
-	err   error
-}
-
-func newReader(ctx context.Context, rdb rueidis.Client) *reader {
-	return &reader{ctx: ctx, rdb: rdb, names: core.Names{Cluster: rdb.Mode() == rueidis.ClientModeCluster}}
-}
-
-func (r *reader) do(cmd rueidis.Completed) rueidis.RedisResult {
-	res := r.rdb.Do(r.ctx, cmd)
-	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) && r.err == nil {
-		r.err = err
+// omit notes that n items of what (a list of st's) are not shown.
+func (st *state) omit(what string, n int64) {
+	if n <= 0 {
+		return
 	}
-	return res
-}
-
-func (r *reader) exists(key string) bool {
-	n, _ := r.do(r.rdb.B().Exists().Key(key).Build()).AsInt64()
-	return n == 1
-}
-
-func (r *reader) pttl(key string) int64 {
-	n, _ := r.do(r.rdb.B().Pttl().Key(key).Build()).AsInt64()
-	return n
-}
-
-func (r *reader) int(key string) (int64, bool) {
-	s, err := r.do(r.rdb.B().Get().Key(key).Build()).ToString()
-	if err != nil {
-		return 0, false
+	if st.Omitted == nil {
+		st.Omitted = make(map[string]int64)
 	}
-	// Never the value in a message: a string that is not a number is someone else's.
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
+	st.Omitted[what] = n
 }
 
-// zset returns the members of a sorted set with their scores, lowest first.
-func (r *reader) zset(key string) []rueidis.ZScore {
-	z, _ := r.do(r.rdb.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).AsZScores()
-	return z
-}
-
-// now returns the server's clock in milliseconds: deadlines and expiries in Redis are by it.
-func (r *reader) now() int64 {
-	t, err := r.do(r.rdb.B().Time().Build()).AsStrSlice()
-	if err != nil || len(t) != 2 {
-		return time.Now().UnixMilli()
-	}
-	s, _ := strconv.ParseInt(t[0], 10, 64)
-	us, _ := strconv.ParseInt(t[1], 10, 64)
-	return s*1000 + us/1000
-}
-
-// subscribers counts the subscribers of a channel on every node (classic and sharded Pub/Sub).
-func (r *reader) subscribers(channel string) int64 {
-	var n int64
-	for _, node := range r.rdb.Nodes() {
-		for _, cmd := range []rueidis.Completed{
-			node.B().PubsubNumsub().Channel(channel).Build(),
-			node.B().PubsubShardnumsub().Channel(channel).Build(),
-		} {
-			// SHARDNUMSUB is missing before Redis 7: not an error for inspect.
-			if m, err := node.Do(r.ctx, cmd).AsMap(); err == nil {
-				c := m[channel]
-				v, _ := c.AsInt64()
-				n += v
-			}
-		}
-	}
-	return n
-}
-
-func (r *reader) found(st *state, key string, ok bool) bool {
-	if ok {
-		st.Keys = append(st.Keys, key)
-	}
-	return ok
-}
-
-// inspect reads the layout of every primitive that may live under name.
+// inspect reads the layout of every primitive that may live under name, in a few round trips of
+// bounded commands (see reader).
 func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, error) {
 	r := newReader(ctx, rdb)
 	st := &state{Name: name, Kind: "none", Keys: []string{}}
-	typ, err := r.do(rdb.B().Type().Key(name).Build()).ToString()
-	if err != nil {
-		return nil, err
+	b := rdb.B()
+	res := r.multi(b.Type().Key(name).Build(), b.Pttl().Key(name).Build(), b.Time().Build())
+	if r.err != nil {
+		return nil, r.err
 	}
-	now := r.now()
+	typ, _ := res[0].ToString()
+	now := serverTime(res[2])
 	if typ != "none" {
 		st.Keys = append(st.Keys, name)
-		ttl := r.pttl(name)
+		ttl, _ := res[1].AsInt64()
 		st.TTLms = &ttl
 	}
 	switch typ {
-	case "hash", "none":
-		if typ == "hash" && r.rateLimiter(st, now) {
-			break
-		}
-		if typ == "hash" && !r.isLock(name) {
-			r.foreign(st, typ)
-			break
-		}
-		r.lock(st, typ == "hash", now)
+	case "hash":
+		r.hash(st, now)
+	case "none":
+		r.lock(st, nil, now) // a free lock, a fair lock's queue, a permit-expirable semaphore's permits
 	case "string":
-		if _, ok := r.int(name); !ok {
-			r.foreign(st, typ)
-			break
-		}
 		r.counter(st, now)
 	default:
-		r.foreign(st, typ)
+		r.foreign(st, typ, -1)
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	who := whois(ctx, rdb, r.names.Prefixed(whoisPrefix, name))
-	for i, h := range st.Holders {
-		if info, ok := who[h.Owner]; ok {
-			st.Holders[i].Who = &info
-		}
-	}
-	for i, p := range st.Permits {
-		if info, ok := who[p.ID]; ok {
-			st.Permits[i].Who = &info
-		}
+	r.who(st)
+	if r.err != nil {
+		return nil, r.err
 	}
 	return st, nil
 }
 
-// isLock reports whether the hash name has a lock's layout: owner fields with hold counts, and a
-// read-write lock's "mode". Anything else is someone else's hash.
-func (r *reader) isLock(name string) bool {
-	// HSCAN would read values too; HGETALL reads them only to check their form, never to show them.
-	fields, err := r.do(r.rdb.B().Hgetall().Key(name).Build()).AsStrMap()
-	if err != nil {
-		return false
+// who adds the holders' registrations (see register) to st.
+func (r *reader) who(st *state) {
+	var fields []string
+	for _, h := range st.Holders {
+		fields = append(fields, h.Owner)
 	}
+	for _, p := range st.Permits {
+		fields = append(fields, p.ID)
+	}
+	if len(fields) == 0 {
+		return
+	}
+	who := whois(r, r.names.Prefixed(whoisPrefix, st.Name), fields)
+	for i, h := range st.Holders {
+		st.Holders[i].Who = who[h.Owner]
+	}
+	for i, p := range st.Permits {
+		st.Permits[i].Who = who[p.ID]
+	}
+}
+
+// hash reads a hash: a rate limiter, a lock or read-write lock, or someone else's hash. Only as
+// many fields are read as a lock has: someone else's hash shows as such from its first page.
+func (r *reader) hash(st *state, now int64) {
+	b := r.rdb.B()
+	res := r.multi(b.Hlen().Key(st.Name).Build(), b.Hscan().Key(st.Name).Cursor(0).Count(hashPage).Build())
+	size, _ := res[0].AsInt64()
+	page, err := res[1].AsScanEntry()
+	if err != nil {
+		return
+	}
+	fields := pairs(page.Elements)
+	if r.rateLimiter(st, fields, now) {
+		return
+	}
+	for pages := 1; lockFields(fields) && page.Cursor != 0 && pages < maxHashScan; pages++ {
+		page, err = r.multi(b.Hscan().Key(st.Name).Cursor(page.Cursor).Count(hashPage).Build())[0].AsScanEntry()
+		if err != nil {
+			return
+		}
+		for k, v := range pairs(page.Elements) {
+			fields[k] = v
+		}
+	}
+	if !lockFields(fields) {
+		r.foreign(st, "hash", size)
+		return
+	}
+	if page.Cursor != 0 {
+		st.omit("holders", size-int64(len(fields)))
+	}
+	r.lock(st, fields, now)
+}
+
+// pairs turns HSCAN's field, value, field, value... into a map.
+func pairs(elements []string) map[string]string {
+	m := make(map[string]string, len(elements)/2)
+	for i := 0; i+1 < len(elements); i += 2 {
+		m[elements[i]] = elements[i+1]
+	}
+	return m
+}
+
+// lockFields reports whether fields have a lock's layout: owner fields with hold counts, and a
+// read-write lock's "mode". Anything else is someone else's hash.
+func lockFields(fields map[string]string) bool {
 	for k, v := range fields {
 		if k == "mode" {
 			if v != "read" && v != "write" {
@@ -346,117 +340,196 @@ func (r *reader) isLock(name string) bool {
 	return true
 }
 
-// lock reads a lock, fair lock or read-write lock (or finds nothing at all).
-func (r *reader) lock(st *state, held bool, now int64) {
+// lock reads a lock, fair lock or read-write lock whose hash holds fields (nil: no hash), or finds
+// nothing at all, or a permit-expirable semaphore's permits without a count.
+func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	name := st.Name
-	var fields map[string]string
-	if held {
-		fields, _ = r.do(r.rdb.B().Hgetall().Key(name).Build()).AsStrMap()
-	}
-	queueKey := r.names.Prefixed("redisson_lock_queue", name)
-	timeoutKey := r.names.Prefixed("redisson_lock_timeout", name)
-	tokenKey := r.names.Prefixed("redisson_lock_token", name)
-	fair := r.found(st, queueKey, r.exists(queueKey))
-	fair = r.found(st, timeoutKey, r.exists(timeoutKey)) || fair
-	if token, ok := r.int(tokenKey); r.found(st, tokenKey, ok) {
-		st.FencingToken = &token
-	}
-
 	if mode, ok := fields["mode"]; ok {
 		st.Kind, st.Mode = "read-write lock", mode
 		delete(fields, "mode")
-		writersKey := r.names.Prefixed("redisync_rwlock_writers", name)
-		for _, z := range r.zset(writersKey) {
-			if in := int64(z.Score) - now; in > 0 { // lapsed ones are ignored, and dropped by the next reader
-				st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: strings.TrimSuffix(z.Member, ":write"), Deadline: &in})
-			}
-		}
-		r.found(st, writersKey, len(st.WaitingWriters) > 0)
-		for _, owner := range sortedKeys(fields) {
-			count, _ := strconv.ParseInt(fields[owner], 10, 64)
-			h := holderState{Owner: owner, Count: count}
-			if o, ok := strings.CutSuffix(owner, ":write"); ok {
-				h.Owner, h.Write = o, true
-			} else {
-				for k := int64(1); k <= count; k++ {
-					h.Leases = append(h.Leases, r.pttl(r.names.Suffixed(name, owner+":rwlock_timeout:"+strconv.FormatInt(k, 10))))
-				}
-			}
-			st.Holders = append(st.Holders, h)
-		}
+		r.rwlock(st, fields, now)
 		return
 	}
+	rdb := r.rdb
+	queueKey := r.names.Prefixed("redisson_lock_queue", name)
+	timeoutKey := r.names.Prefixed("redisson_lock_timeout", name)
+	tokenKey := r.names.Prefixed("redisson_lock_token", name)
+	waitersKey := r.names.Prefixed("redisync_lock_waiters", name)
+	var q batch
+	queueLen := q.add(rdb.B().Llen().Key(queueKey).Build())
+	queue := q.add(rdb.B().Lrange().Key(queueKey).Start(0).Stop(maxShown - 1).Build())
+	timeouts := q.add(rdb.B().Zcard().Key(timeoutKey).Build())
+	token := q.add(getNumber(rdb, tokenKey))
+	waiters := q.add(rdb.B().Zcard().Key(waitersKey).Build())
+	records := q.add(firstOf(rdb, waitersKey, maxShown))
+	exp := -1
+	if fields == nil {
+		exp = r.addExpirable(&q, name, now)
+	}
+	q.send(r)
 	for _, owner := range sortedKeys(fields) {
 		count, _ := strconv.ParseInt(fields[owner], 10, 64)
 		st.Holders = append(st.Holders, holderState{Owner: owner, Count: count})
 	}
+	if n, ok := number(q.str(token)); r.found(st, tokenKey, ok) {
+		st.FencingToken = &n
+	}
+	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), now, recordOwner)
+	fair := r.found(st, queueKey, q.int(queueLen) > 0)
+	fair = r.found(st, timeoutKey, q.int(timeouts) > 0) || fair
 	switch {
 	case fair:
 		st.Kind = "fair lock"
-		queue, _ := r.do(r.rdb.B().Lrange().Key(queueKey).Start(0).Stop(-1).Build()).AsStrSlice()
-		deadlines := make(map[string]int64)
-		for _, z := range r.zset(timeoutKey) {
-			deadlines[z.Member] = int64(z.Score)
+		owners, _ := q.res[queue].AsStrSlice()
+		st.omit("queue", q.int(queueLen)-int64(len(owners)))
+		var d batch
+		for _, owner := range owners {
+			d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
 		}
-		for _, owner := range queue {
+		d.send(r)
+		for i, owner := range owners {
 			w := waiter{Owner: owner}
-			if d, ok := deadlines[owner]; ok {
-				in := d - now
+			if score, err := d.res[i].AsFloat64(); err == nil {
+				in := int64(score) - now
 				w.Deadline = &in
 			}
 			st.Queue = append(st.Queue, w)
 		}
-	case held || st.FencingToken != nil:
+	case fields != nil || st.FencingToken != nil || len(st.Waiters) > 0:
 		st.Kind = "lock"
-	default:
-		r.expirable(st, now)
+	case exp >= 0:
+		r.expirable(st, &q, exp, 0, now)
 	}
+}
+
+// waiters adds the waiters that recorded themselves to st (a lock's, a semaphore's): n in all, the
+// first of them in records, named by who. The records that mark a Java waiter's turn ("~owed",
+// "~java": see rlock_wake.lua) are no waiters.
+func (r *reader) waiters(st *state, key string, n int64, records []rueidis.ZScore, now int64, who func(string) string) {
+	for _, z := range records {
+		if strings.HasPrefix(z.Member, "~") {
+			n--
+			continue
+		}
+		in := int64(z.Score)/1000 - now // scored in microseconds: by when it will have tried again
+		st.Waiters = append(st.Waiters, waiter{Owner: who(z.Member), Deadline: &in})
+	}
+	r.found(st, key, n > 0)
+	st.omit("waiters", n-int64(len(st.Waiters)))
+}
+
+// rwlock reads a read-write lock's holders, their read leases, and the writers waiting.
+func (r *reader) rwlock(st *state, fields map[string]string, now int64) {
+	rdb := r.rdb
+	writersKey := r.names.Prefixed("redisync_rwlock_writers", st.Name)
+	var q batch
+	writers := q.add(rdb.B().Zcount().Key(writersKey).Min(strconv.FormatInt(now+1, 10)).Max("+inf").Build())
+	announced := q.add(rdb.B().Zrangebyscore().Key(writersKey).Min(strconv.FormatInt(now+1, 10)).Max("+inf").Withscores().Limit(0, maxShown).Build())
+	leases := make([][]int, 0, len(fields))
+	budget := maxLeases
+	for _, owner := range sortedKeys(fields) {
+		count, _ := strconv.ParseInt(fields[owner], 10, 64)
+		h := holderState{Owner: owner, Count: count}
+		var idx []int
+		if o, ok := strings.CutSuffix(owner, ":write"); ok {
+			h.Owner, h.Write = o, true
+		} else {
+			for k := int64(1); k <= count && budget > 0; k, budget = k+1, budget-1 {
+				idx = append(idx, q.add(rdb.B().Pttl().Key(r.names.Suffixed(st.Name, owner+":rwlock_timeout:"+strconv.FormatInt(k, 10))).Build()))
+			}
+		}
+		st.Holders = append(st.Holders, h)
+		leases = append(leases, idx)
+	}
+	q.send(r)
+	for i, idx := range leases {
+		for _, j := range idx {
+			st.Holders[i].Leases = append(st.Holders[i].Leases, q.int(j))
+		}
+	}
+	// Lapsed announcements are left out: the next reader drops them.
+	for _, z := range q.zset(announced) {
+		in := int64(z.Score) - now
+		st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: strings.TrimSuffix(z.Member, ":write"), Deadline: &in})
+	}
+	r.found(st, writersKey, q.int(writers) > 0)
+	st.omit("waiting_writers", q.int(writers)-int64(len(st.WaitingWriters)))
 }
 
 // counter reads a semaphore or a latch: a number under the name.
 func (r *reader) counter(st *state, now int64) {
-	n, ok := r.int(st.Name)
+	rdb := r.rdb
+	n, ok := number(r.str(getNumber(rdb, st.Name)))
 	if !ok {
+		r.foreign(st, "string", -1)
 		return
 	}
-	if r.expirable(st, now) {
+	waitersKey := r.names.Prefixed("redisync_semaphore_waiters", st.Name)
+	var q batch
+	exp := r.addExpirable(&q, st.Name, now)
+	waiters := q.add(rdb.B().Zcard().Key(waitersKey).Build())
+	records := q.add(firstOf(rdb, waitersKey, maxShown))
+	q.send(r)
+	if q.int(exp) > 0 {
+		r.expirable(st, &q, exp, n, now)
 		return
 	}
-	sem := r.subscribers(r.names.Prefixed("redisson_sc", st.Name)) > 0
-	latch := r.subscribers(r.names.Braced("redisson_countdownlatch__channel__", st.Name, "redisson_countdownlatch__channel_")) > 0
+	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), now, func(m string) string { return m })
+	subs := r.subscribers(r.names.Prefixed("redisson_sc", st.Name),
+		r.names.Braced("redisson_countdownlatch__channel__", st.Name, "redisson_countdownlatch__channel_"))
+	sem, latch := subs[0] > 0 || len(st.Waiters) > 0, subs[1] > 0
 	switch {
 	case sem && !latch:
-		st.Kind, st.Available = "semaphore", &n
+		st.Kind, st.Available, st.Subscribers = "semaphore", &n, &subs[0]
 	case latch && !sem:
-		st.Kind, st.Count = "countdown latch", &n
+		st.Kind, st.Count, st.Subscribers = "countdown latch", &n, &subs[1]
 	default:
 		st.Kind, st.Available, st.Count = "semaphore or countdown latch", &n, &n
 	}
 }
 
-// expirable reads the permits of a permit-expirable semaphore; it reports whether there are any.
-func (r *reader) expirable(st *state, now int64) bool {
+func (r *reader) str(cmd rueidis.Completed) (string, bool) {
+	s, err := r.multi(cmd)[0].ToString()
+	return s, err == nil
+}
+
+// addExpirable queues the reads of a permit-expirable semaphore's permits and returns the index
+// of the first (their number; the first permits, soonest to expire; how many have expired).
+func (r *reader) addExpirable(q *batch, name string, now int64) int {
+	key := r.names.Suffixed(name, "timeout")
+	i := q.add(r.rdb.B().Zcard().Key(key).Build())
+	q.add(firstOf(r.rdb, key, maxShown))
+	q.add(r.rdb.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(now, 10)).Build())
+	return i
+}
+
+// expirable fills st from the reads addExpirable queued at i, with available the count under the
+// name (a missing count is 0).
+func (r *reader) expirable(st *state, q *batch, i int, available int64, now int64) {
 	key := r.names.Suffixed(st.Name, "timeout")
-	zs := r.zset(key)
-	if !r.found(st, key, len(zs) > 0) {
-		return false
+	if !r.found(st, key, q.int(i) > 0) {
+		return
 	}
 	st.Kind = "permit-expirable semaphore"
-	available, _ := r.int(st.Name) // a missing count is 0
-	for _, z := range zs {
+	available += q.int(i + 2) // expired: back in the pool at the next operation, whoever sends it
+	for _, z := range q.zset(i + 1) {
 		p := permit{ID: printable(z.Member)}
 		if int64(z.Score) >= neverExpires {
 			p.Never = true
 		} else {
 			p.Expires = int64(z.Score) - now
-			if p.Expires <= 0 {
-				available++ // back in the pool at the next operation, whoever sends it
-			}
 		}
 		st.Permits = append(st.Permits, p)
 	}
+	st.omit("permits", q.int(i)-int64(len(st.Permits)))
 	st.Available = &available
-	return true
+}
+
+func (r *reader) found(st *state, key string, ok bool) bool {
+	if ok {
+		st.Keys = append(st.Keys, key)
+	}
+	return ok
 }
 
 func printable(s string) string {
@@ -528,14 +601,30 @@ func (st *state) print(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	st.more(w, "holders")
 	if len(st.WaitingWriters) > 0 {
-		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", len(st.WaitingWriters))
+		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", int64(len(st.WaitingWriters))+st.Omitted["waiting_writers"])
 		for _, q := range st.WaitingWriters {
 			fmt.Fprintf(w, "    %s  announced for %v more\n", escape(q.Owner), ms(*q.Deadline))
 		}
+		st.more(w, "waiting_writers")
+	}
+	if len(st.Waiters) > 0 {
+		fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
+		for _, q := range st.Waiters {
+			if *q.Deadline < 0 {
+				fmt.Fprintf(w, "    %s  record lapsed %v ago: the waiter has gone\n", escape(q.Owner), ms(-*q.Deadline))
+			} else {
+				fmt.Fprintf(w, "    %s  tries again within %v\n", escape(q.Owner), ms(*q.Deadline))
+			}
+		}
+		st.more(w, "waiters")
+	}
+	if st.Subscribers != nil {
+		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
 	}
 	if st.Kind == "fair lock" {
-		fmt.Fprintf(w, "  queue: %d waiting\n", len(st.Queue))
+		fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
 		for i, q := range st.Queue {
 			fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
 			switch {
@@ -548,6 +637,7 @@ func (st *state) print(w io.Writer) {
 			}
 			fmt.Fprintln(w)
 		}
+		st.more(w, "queue")
 	}
 	if st.FencingToken != nil {
 		fmt.Fprintf(w, "  last fencing token: %d\n", *st.FencingToken)
@@ -561,7 +651,7 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, "  value %d: a semaphore's available permits, or a latch's count\n", *st.Count)
 	}
 	if st.Kind == "permit-expirable semaphore" {
-		fmt.Fprintf(w, "  acquired permits: %d\n", len(st.Permits))
+		fmt.Fprintf(w, "  acquired permits: %d\n", int64(len(st.Permits))+st.Omitted["permits"])
 		for _, p := range st.Permits {
 			switch {
 			case p.Never:
@@ -576,6 +666,14 @@ func (st *state) print(w io.Writer) {
 			}
 			fmt.Fprintln(w)
 		}
+		st.more(w, "permits")
+	}
+}
+
+// more says how many items of a list were not read.
+func (st *state) more(w io.Writer, what string) {
+	if n := st.Omitted[what]; n > 0 {
+		fmt.Fprintf(w, "    ... and %d more (not read)\n", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,6 +76,31 @@ func TestInspectLock(t *testing.T) {
 			if !strings.Contains(text, want) {
 				t.Errorf("text output lacks %q:\n%s", want, text)
 			}
+		}
+		// A waiter, which records itself.
+		other := tg.Client(t)
+		lw, _ := rlock.New(other, "inspect-lock")
+		wctx, cancel := context.WithCancel(context.Background())
+		waiter := redisync.WithOwner(wctx)
+		waited := make(chan error, 1)
+		go func() {
+			h, err := lw.Lock(waiter)
+			if err == nil {
+				lw.Unlock(h)
+			}
+			waited <- err
+		}()
+		testkit.Eventually(t, 10*time.Second, func() error {
+			st, text = inspectJSON(t, tg, "inspect-lock")
+			if len(st.Waiters) != 1 || st.Waiters[0].Owner != owner(other, waiter) || st.Waiters[0].Deadline == nil ||
+				!strings.Contains(text, "waiters: 1\n    "+owner(other, waiter)+"  tries again within") {
+				return fmt.Errorf("waiters %+v, want %s\n%s", st.Waiters, owner(other, waiter), text)
+			}
+			return nil
+		})
+		cancel()
+		if err := <-waited; err == nil {
+			t.Fatal("the waiter acquired a held lock")
 		}
 		l.Unlock(again)
 		l.Unlock(held)
@@ -281,8 +307,15 @@ func TestInspectSemaphore(t *testing.T) {
 			}
 			return nil
 		})
+		testkit.Eventually(t, 5*time.Second, func() error { // the waiter records itself once subscribed
+			if st, _ := inspectJSON(t, tg, "inspect-sem"); len(st.Waiters) != 1 || st.Subscribers == nil || *st.Subscribers < 1 {
+				return fmt.Errorf("waiters %+v, subscribers %v", st.Waiters, st.Subscribers)
+			}
+			return nil
+		})
 		_, text = inspectJSON(t, tg, "inspect-sem")
-		if !strings.Contains(text, "inspect-sem: semaphore") || !strings.Contains(text, "available permits: 0") {
+		if !strings.Contains(text, "inspect-sem: semaphore") || !strings.Contains(text, "available permits: 0") ||
+			!strings.Contains(text, "waiters: 1") || !strings.Contains(text, "processes waiting (subscribers of its channel): 1") {
 			t.Errorf("text output:\n%s", text)
 		}
 		s.Release(ctx, 2)
@@ -361,7 +394,8 @@ func TestInspectLatch(t *testing.T) {
 			return nil
 		})
 		_, text := inspectJSON(t, tg, "inspect-latch")
-		if !strings.Contains(text, "inspect-latch: countdown latch") || !strings.Contains(text, "count: 3") {
+		if !strings.Contains(text, "inspect-latch: countdown latch") || !strings.Contains(text, "count: 3") ||
+			!strings.Contains(text, "processes waiting (subscribers of its channel): 1") {
 			t.Errorf("text output:\n%s", text)
 		}
 		for range 3 {
@@ -393,8 +427,8 @@ func TestInspectForeignKeys(t *testing.T) {
 		{"user:2", "a hash of 1 elements"},
 	} {
 		p := tool(t, tg.Addrs[0], "inspect", tc.name)
-		if code := p.run(); code != exitFailure || !strings.Contains(p.stdout.String(), tc.want) {
-			t.Errorf("want exit %d and %q\n%v", exitFailure, tc.want, p)
+		if code := p.run(); code != exitDataErr || !strings.Contains(p.stdout.String(), tc.want) {
+			t.Errorf("want exit %d and %q\n%v", exitDataErr, tc.want, p)
 		}
 		j := tool(t, tg.Addrs[0], "inspect", "--json", tc.name)
 		j.run()

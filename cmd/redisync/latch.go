@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/core"
 )
 
 const latchHeader = `Usage: redisync latch [flags] NAME set N | countdown | count | await [--wait DURATION]
@@ -74,7 +76,9 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("%v", err)
 	}
 
-	c, code := conn.connect(cmd)
+	start := time.Now()
+	w := waitFlags{wait: wait}
+	c, code := conn.connect(cmd, w.budget())
 	if code >= 0 {
 		return code
 	}
@@ -88,7 +92,10 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	// A key of another kind under NAME is refused before anything is written: the latch's scripts
 	// would treat an application's number as a count. (countdown's own script refuses what is not
 	// a positive whole number, atomically; this says so before set and await too.)
-	if code := checkLatchKey(ctx, cmd, c, name); code >= 0 {
+	checkCtx, cancel := w.before(start)
+	code = checkLatchKey(checkCtx, cmd, c, name)
+	cancel()
+	if code >= 0 {
 		return code
 	}
 	switch verb {
@@ -117,7 +124,7 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 			err = l.Await(ctx)
 		} else {
 			var open bool
-			if open, err = l.TryAwait(ctx, wait.d); err == nil && !open {
+			if open, err = l.TryAwait(ctx, max(0, wait.d-time.Since(start))); err == nil && !open {
 				count, _ := l.Count(ctx)
 				fmt.Fprintf(stderr, "redisync latch: %q still at count %d after %v\n", name, count, wait.d)
 				return exitNotAcquired
@@ -134,7 +141,9 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 // when name holds something other than a latch's count: a whole number above zero.
 func checkLatchKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
 	rdb := c.Redis()
-	typ, err := rdb.Do(ctx, rdb.B().Type().Key(name).Build()).ToString()
+	key, _ := core.Of(c).Name("", name)
+	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), getNumber(rdb, key))
+	typ, err := res[0].ToString()
 	if err != nil {
 		return redisError(cmd, err)
 	}
@@ -142,15 +151,15 @@ func checkLatchKey(ctx context.Context, cmd *command, c *redisync.Client, name s
 	case "none":
 		return -1
 	case "string":
-		v, err := rdb.Do(ctx, rdb.B().Get().Key(name).Build()).ToString()
-		if err != nil && !rueidis.IsRedisNil(err) {
+		v, err := res[1].ToString()
+		if err != nil && !rueidis.IsRedisNil(err) && !hasCode(err, "WRONGTYPE") {
 			return redisError(cmd, err)
 		}
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && strconv.FormatInt(n, 10) == v {
-			return -1
-		}
 		if err != nil {
-			return -1 // gone meanwhile
+			return -1 // gone or changed meanwhile: the script decides
+		}
+		if n, ok := number(v, true); ok && n > 0 && strconv.FormatInt(n, 10) == v {
+			return -1
 		}
 	}
 	fmt.Fprintf(cmd.stderr, "redisync latch: %q holds a %s that is not a countdown latch; nothing changed\n", name, typ)

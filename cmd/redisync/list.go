@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,22 +17,27 @@ import (
 	"github.com/redisync/redisync/internal/core"
 )
 
-const listHeader = `Usage: redisync list [--json] [PATTERN]
+const listHeader = `Usage: redisync list [--json] [--max-keys N] [PATTERN]
 
 Lists the locks, semaphores, latches and rate limiters in Redis whose names match PATTERN (a glob,
-as SCAN MATCH takes it; default every name), with their kind, holders, waiters and TTL. It walks the
-keys with SCAN on every node, never KEYS, and reads each candidate as 'redisync inspect' does (read
-only). PATTERN is matched against the names of the objects' main keys and side keys alike.
+as SCAN MATCH takes it; default every name), with their kind, holders, waiters and TTL. Read only.
+
+It is safe on a production server, whatever the server holds. It walks the keys with SCAN on every
+node (never KEYS), letting the server keep only the candidates: hashes whose names match PATTERN
+(SCAN MATCH PATTERN TYPE hash), and the sorted sets and lists that are primitives' side keys; the
+channels waiters subscribe to name the semaphores and latches (PUBSUB CHANNELS). Then it reads the
+candidates with bounded commands, pipelined: one HSCAN of a few fields per hash tells a lock from
+an application's hash, and no command reads a whole value. It sends a few commands per key at most,
+each short, and keeps little in memory. Past --max-keys it stops, and says so (status 1).
 
 An object is recognised by its layout, not by its name:
   lock             a hash whose every field is an owner "<id>:<number>" with a positive count
   read-write lock  such a hash with a "mode" field of "read" or "write" (writer fields end in ":write")
   fair lock        a lock with its queue (redisson_lock_queue:{NAME}, a list) or timeouts
-                   (redisson_lock_timeout:{NAME}, a sorted set); listed from them even while free
+                   (redisson_lock_timeout:{NAME}, a sorted set); listed from its queue even while free
   rate limiter     a hash with Redisson's "rate", "interval" and "type" fields
   permit-expirable semaphore
-                   a sorted set {NAME}:timeout of permit ids (32 hex digits) beside an absent or
-                   numeric NAME
+                   a sorted set {NAME}:timeout of permit ids (16 bytes) beside an absent or numeric NAME
   semaphore        a number under NAME while waiters wait for it: waiter records
                    (redisync_semaphore_waiters:{NAME}) or subscribers on its channel
   countdown latch  a number under NAME with subscribers on its channel
@@ -46,7 +52,10 @@ Redis records none. TTL is the main key's ("-" when it has no expiry or does not
 `
 
 const listFooter = `
-Exit status: 0, 69 when Redis is unreachable or failing.
+Exit status: 0 (keys of other layouts are left out, not errors); 1 when --max-keys stopped the walk
+(what was found is printed); 64 for bad flags or arguments; 69 when Redis is unreachable or
+failing; 77 when Redis refuses (NOPERM, wrong user or password), or some keys could not be read
+(those are left out, and counted on stderr).
 
 Examples:
   redisync list
@@ -68,103 +77,435 @@ type listed struct {
 func cmdList(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("list", listHeader, listFooter, stdout, stderr)
 	asJSON := cmd.fs.Bool("json", false, "print a JSON array (TTL in milliseconds)")
+	maxKeys := cmd.fs.Int64("max-keys", defaultMaxKeys, "walk at most about `N` keys of each node in each of SCAN's passes; past it, the list is incomplete (status 1)")
 	var conn connFlags
 	conn.register(cmd.fs)
 	pos, _, _, code := cmd.parse(args, 0)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) > 1 {
+	switch {
+	case len(pos) > 1:
 		return cmd.usageError("unexpected argument %q", pos[1])
+	case *maxKeys < 1:
+		return cmd.usageError("--max-keys %d: want at least 1", *maxKeys)
 	}
 	pattern := "*"
 	if len(pos) == 1 && pos[0] != "" {
 		pattern = pos[0]
 	}
-	opt, err := conn.option()
-	if err != nil {
-		return cmd.usageError("%v", err)
-	}
-	rdb, err := rueidis.NewClient(opt)
-	if err != nil {
-		fmt.Fprintf(stderr, "redisync list: cannot connect to %s: %v\n", describe(opt), err)
-		return exitUnavailable
+	rdb, code := conn.rawClient(cmd, -1)
+	if code >= 0 {
+		return code
 	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	found, err := list(ctx, rdb, conn.prefix, pattern)
+	l := newLister(ctx, rdb, conn.prefix, pattern, *maxKeys)
+	found, err := l.list()
 	if err != nil {
-		fmt.Fprintf(stderr, "redisync list: %v\n", err)
-		return exitUnavailable
+		return redisError(cmd, err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(found)
-		return exitOK
+	} else {
+		printList(stdout, found)
 	}
-	printList(stdout, found)
-	return exitOK
+	code = exitOK
+	if l.refused > 0 {
+		fmt.Fprintf(stderr, "redisync list: %d keys could not be read (NOPERM: the user may not read them) and are left out\n", l.refused)
+		code = exitNoPerm
+	}
+	if l.stopped {
+		fmt.Fprintf(stderr, "redisync list: stopped after walking about %d keys of a node (--max-keys): the list is incomplete; narrow PATTERN or raise --max-keys\n", *maxKeys)
+		if code == exitOK {
+			code = exitFailure
+		}
+	}
+	return code
 }
 
-// list finds the objects whose keys are prefix followed by what matches pattern, sorted by name.
-func list(ctx context.Context, rdb rueidis.Client, prefix, pattern string) ([]listed, error) {
-	names := core.Names{Cluster: rdb.Mode() == rueidis.ClientModeCluster}
-	keys, err := scan(ctx, rdb, globEscape(prefix)+pattern)
-	if err != nil {
-		return nil, err
+const (
+	defaultMaxKeys = 1_000_000
+	scanCount      = 200 // keys a SCAN call walks: each takes the server about 0.1 ms, so that a busy one serves others between
+	listBatch      = 256 // commands of one pipeline
+	listHashPage   = 16  // fields an HSCAN reads of a hash that may be a lock: locks have one or a few
+)
+
+// Side keys list finds objects by, and the channels of waiters it finds others by.
+const (
+	sideQueue        = 1 << iota // redisson_lock_queue:{N}, a list: a fair lock's waiters
+	sideFairTimeout              // redisson_lock_timeout:{N}, a zset
+	sideLockWaiters              // redisync_lock_waiters:{N}, a zset
+	sideWriters                  // redisync_rwlock_writers:{N}, a zset
+	sideSemWaiters               // redisync_semaphore_waiters:{N}, a zset
+	sideExpirable                // {N}:timeout, a zset of permits
+	sideSemChannel               // redisson_sc:{N} has subscribers
+	sideLatchChannel             // redisson_countdownlatch__channel__{N} has subscribers
+)
+
+// object is what list learnt of one name while walking the keys.
+type object struct {
+	fields map[string]string // its hash's fields (a lock's owners, a rate limiter's settings), or nil
+	more   bool              // the hash has more fields than were read
+	side   int               // the side keys and channels found, side* bits
+}
+
+// lister walks the keys and channels of every node for objects whose names match a pattern. It
+// tells objects by the names and types of their keys first (SCAN with TYPE, so that the server
+// sends only the candidates), then reads each candidate with bounded commands, pipelined: on a
+// server of any size it sends a few commands per key at most, none of them slow.
+type lister struct {
+	r       *reader
+	prefix  string // --prefix: every name starts with it
+	pattern string // what names match, prefix included
+	maxKeys int64
+	typed   bool // SCAN takes TYPE (Redis 6 and later)
+	objects map[string]*object
+	now     int64 // the server's clock, ms
+	stopped bool  // a pass reached maxKeys
+	refused int   // keys the user may not read
+}
+
+func newLister(ctx context.Context, rdb rueidis.Client, prefix, pattern string, maxKeys int64) *lister {
+	return &lister{r: newReader(ctx, rdb), prefix: prefix, pattern: globEscape(prefix) + pattern,
+		maxKeys: maxKeys, typed: true, objects: make(map[string]*object)}
+}
+
+// list finds the objects, sorted by name.
+func (l *lister) list() ([]listed, error) {
+	l.now = serverTime(l.r.multi(l.r.rdb.B().Time().Build())[0])
+	if l.r.err != nil {
+		return nil, l.r.err
 	}
-	types, err := keyTypes(ctx, rdb, keys)
-	if err != nil {
-		return nil, err
-	}
-	// Candidate names, from main keys and from the side keys that name them.
-	exists := make(map[string]bool, len(keys))
-	for _, key := range keys {
-		exists[key] = true
-	}
-	candidates := make(map[string]bool)
-	for i, key := range keys {
-		switch types[i] {
-		case "hash", "string":
-			if !sideKey(names, key) {
-				candidates[key] = true
-			}
-		case "list":
-			if name, ok := unprefix(names, "redisson_lock_queue", key, exists); ok {
-				candidates[name] = true
-			}
-		case "zset":
-			if name, ok := unprefix(names, "redisson_lock_timeout", key, exists); ok {
-				candidates[name] = true
-			} else if name, ok := unsuffix(names, key, "timeout", exists); ok {
-				candidates[name] = true
-			}
+	for _, node := range masters(l.r.ctx, l.r.rdb) {
+		if err := l.walk(node); err != nil {
+			return nil, err
 		}
 	}
-	found := make([]string, 0, len(candidates))
-	for name := range candidates {
-		if strings.HasPrefix(name, prefix) { // a side key matched with the name elsewhere in it
-			found = append(found, name)
+	// Subscribers may be connected to any node, replicas included.
+	for _, node := range l.r.rdb.Nodes() {
+		if err := l.channels(node); err != nil {
+			return nil, err
 		}
 	}
-	slices.Sort(found)
+	names := make([]string, 0, len(l.objects))
+	for name := range l.objects {
+		names = append(names, name)
+	}
+	slices.Sort(names)
 	out := []listed{}
-	for _, name := range found {
-		st, err := inspect(ctx, rdb, name)
-		if err == nil && st.Kind == "other" {
-			continue // a key no primitive uses
-		}
+	for chunk := range slices.Chunk(names, listBatch/8) { // up to 8 reads an object
+		found, err := l.read(chunk)
 		if err != nil {
-			if ctx.Err() != nil || !isDataError(err) {
-				return nil, err
-			}
-			continue // a string that is not a number, say: not ours
+			return nil, err
 		}
-		r := newReader(ctx, rdb)
-		if l, ok := r.recognise(st); ok {
-			out = append(out, l)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// masters returns the nodes to walk: the masters of a cluster (a replica's keys are its master's),
+// or the one server.
+func masters(ctx context.Context, rdb rueidis.Client) []rueidis.Client {
+	nodes := rdb.Nodes()
+	var out []rueidis.Client
+	if rdb.Mode() == rueidis.ClientModeCluster {
+		slots, _ := rdb.Do(ctx, rdb.B().ClusterSlots().Build()).ToArray()
+		seen := make(map[string]bool)
+		for _, s := range slots {
+			parts, _ := s.ToArray()
+			if len(parts) < 3 {
+				continue
+			}
+			m, _ := parts[2].ToArray()
+			if len(m) < 2 {
+				continue
+			}
+			host, _ := m[0].ToString()
+			port, _ := m[1].AsInt64()
+			addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+			if n, ok := nodes[addr]; ok && !seen[addr] {
+				seen[addr] = true
+				out = append(out, n)
+			}
+		}
+	}
+	if len(out) == 0 {
+		for _, n := range nodes {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// walk finds the candidates on one node: hashes named like the pattern (locks, read-write locks,
+// rate limiters), and the side keys that name fair locks, semaphores and their waiters.
+func (l *lister) walk(node rueidis.Client) error {
+	if l.typed {
+		err := l.scan(node, l.pattern, "hash", l.hashes)
+		if err != nil && hasCode(err, "ERR") && strings.Contains(err.Error(), "syntax") {
+			l.typed = false // before Redis 6: one pass, and each key's TYPE
+		} else if err != nil {
+			return err
+		}
+	}
+	if l.typed {
+		if err := l.scan(node, "*", "zset", l.zsets); err != nil {
+			return err
+		}
+		if err := l.scan(node, "redisson_lock_queue:*", "list", l.lists); err != nil {
+			return err
+		}
+	} else if err := l.scan(node, "*", "", l.byType); err != nil {
+		return err
+	}
+	return nil
+}
+
+// scan walks the keys of node that match with SCAN, of type typ ("" for any), and hands them to
+// handle a page at a time.
+func (l *lister) scan(node rueidis.Client, match, typ string, handle func(rueidis.Client, []string) error) error {
+	var cursor uint64
+	for walked := int64(0); ; walked += scanCount {
+		if walked >= l.maxKeys {
+			l.stopped = true
+			return nil
+		}
+		b := node.B().Scan().Cursor(cursor).Match(match).Count(scanCount)
+		var cmd rueidis.Completed
+		if typ != "" {
+			cmd = b.Type(typ).Build()
+		} else {
+			cmd = b.Build()
+		}
+		e, err := node.Do(l.r.ctx, cmd).AsScanEntry()
+		if err != nil {
+			return err
+		}
+		if len(e.Elements) > 0 {
+			if err := handle(node, e.Elements); err != nil {
+				return err
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// byType sorts keys of any type by their TYPE, for a server whose SCAN cannot.
+func (l *lister) byType(node rueidis.Client, keys []string) error {
+	var hashes, zsets, lists []string
+	for chunk := range slices.Chunk(keys, listBatch) {
+		cmds := make(rueidis.Commands, len(chunk))
+		for i, k := range chunk {
+			cmds[i] = node.B().Type().Key(k).Build()
+		}
+		for i, res := range node.DoMulti(l.r.ctx, cmds...) {
+			typ, err := res.ToString()
+			switch {
+			case hasCode(err, "NOPERM"):
+				l.refused++
+			case err != nil:
+				return err
+			case typ == "hash" && globMatch(l.pattern, chunk[i]):
+				hashes = append(hashes, chunk[i])
+			case typ == "zset":
+				zsets = append(zsets, chunk[i])
+			case typ == "list" && strings.HasPrefix(chunk[i], "redisson_lock_queue:"):
+				lists = append(lists, chunk[i])
+			}
+		}
+	}
+	if err := l.zsets(node, zsets); err != nil {
+		return err
+	}
+	if err := l.lists(node, lists); err != nil {
+		return err
+	}
+	return l.hashes(node, hashes)
+}
+
+// object returns the object called name, if the pattern takes it.
+func (l *lister) object(name string) *object {
+	if !strings.HasPrefix(name, l.prefix) || !globMatch(l.pattern, name) {
+		return nil
+	}
+	o := l.objects[name]
+	if o == nil {
+		o = &object{}
+		l.objects[name] = o
+	}
+	return o
+}
+
+// hashes reads the first fields of each hash (one HSCAN), and keeps those of locks and rate
+// limiters; other hashes are someone else's.
+func (l *lister) hashes(node rueidis.Client, keys []string) error {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return sideKey(l.r.names, k) })
+	for chunk := range slices.Chunk(keys, listBatch) {
+		cmds := make(rueidis.Commands, len(chunk))
+		for i, k := range chunk {
+			cmds[i] = node.B().Hscan().Key(k).Cursor(0).Count(listHashPage).Build()
+		}
+		for i, res := range node.DoMulti(l.r.ctx, cmds...) {
+			page, err := res.AsScanEntry()
+			switch {
+			case hasCode(err, "NOPERM"):
+				l.refused++
+				continue
+			case rueidis.IsRedisNil(err) || hasCode(err, "WRONGTYPE"):
+				continue // gone, or another type since SCAN
+			case err != nil:
+				return err
+			}
+			fields := pairs(page.Elements)
+			if _, _, _, rate := rateFields(fields); !rate && !ownerFields(fields) {
+				continue
+			}
+			if o := l.object(chunk[i]); o != nil {
+				o.fields, o.more = fields, page.Cursor != 0
+			}
+		}
+	}
+	return nil
+}
+
+// zsets finds the names whose side keys the sorted sets are.
+func (l *lister) zsets(_ rueidis.Client, keys []string) error {
+	for _, key := range keys {
+		for _, side := range []struct {
+			prefix string
+			bit    int
+		}{
+			{"redisson_lock_timeout", sideFairTimeout},
+			{"redisync_lock_waiters", sideLockWaiters},
+			{"redisync_rwlock_writers", sideWriters},
+			{"redisync_semaphore_waiters", sideSemWaiters},
+		} {
+			if name, ok := unprefix(l.r.names, side.prefix, key, nil); ok {
+				if o := l.object(name); o != nil {
+					o.side |= side.bit
+				}
+			}
+		}
+		if name, ok := unsuffix(l.r.names, key, "timeout", nil); ok {
+			if o := l.object(name); o != nil {
+				o.side |= sideExpirable
+			}
+		}
+	}
+	return nil
+}
+
+// lists finds the fair locks whose queues the lists are.
+func (l *lister) lists(_ rueidis.Client, keys []string) error {
+	for _, key := range keys {
+		if name, ok := unprefix(l.r.names, "redisson_lock_queue", key, nil); ok {
+			if o := l.object(name); o != nil {
+				o.side |= sideQueue
+			}
+		}
+	}
+	return nil
+}
+
+// channels finds the semaphores and latches that processes wait for, by the channels they
+// subscribe to: a bare number under a name says nothing, its waiters do.
+func (l *lister) channels(node rueidis.Client) error {
+	latch := func(name string) string {
+		return l.r.names.Braced("redisson_countdownlatch__channel__", name, "redisson_countdownlatch__channel_")
+	}
+	for _, res := range node.DoMulti(l.r.ctx,
+		node.B().PubsubChannels().Pattern("redisson_sc:*").Build(),
+		node.B().PubsubChannels().Pattern("redisson_countdownlatch__channel_*").Build(),
+		node.B().PubsubShardchannels().Pattern("redisson_sc:*").Build(),
+		node.B().PubsubShardchannels().Pattern("redisson_countdownlatch__channel_*").Build()) {
+		chans, err := res.AsStrSlice()
+		if err != nil {
+			if _, isRedis := rueidis.IsRedisErr(err); !isRedis || hasCode(err, "NOPERM") {
+				return err
+			}
+			continue // SHARDCHANNELS is missing before Redis 7
+		}
+		for _, ch := range chans {
+			if name, ok := unprefix(l.r.names, "redisson_sc", ch, nil); ok {
+				if o := l.object(name); o != nil {
+					o.side |= sideSemChannel
+				}
+				continue
+			}
+			rest := strings.TrimPrefix(strings.TrimPrefix(ch, "redisson_countdownlatch__channel_"), "_")
+			if name, ok := inverse(rest, ch, latch, nil); ok {
+				if o := l.object(name); o != nil {
+					o.side |= sideLatchChannel
+				}
+			} else if name, ok := unprefix(l.r.names, "redisson_countdownlatch__channel_", ch, nil); ok {
+				if o := l.object(name); o != nil {
+					o.side |= sideLatchChannel
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// row is the reads of one object's row: the index of each read's result, -1 for none.
+type row struct {
+	name                                  string
+	o                                     *object
+	ttl, size, queue, records, owed, java int
+	writers, value, permits, expired, ids int
+}
+
+// read reads what the rows of the objects called names show, in one round trip (a rate limiter's
+// window takes one more), and leaves out those that are no primitive after all.
+func (l *lister) read(names []string) ([]listed, error) {
+	r, rdb, now := l.r, l.r.rdb, strconv.FormatInt(l.now, 10)
+	var q batch
+	rows := make([]row, len(names))
+	for i, name := range names {
+		o := l.objects[name]
+		w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1,
+			owed: -1, java: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1}
+		side := func(prefix string) string { return r.names.Prefixed(prefix, name) }
+		if o.more {
+			w.size = q.add(rdb.B().Hlen().Key(name).Build())
+		}
+		if o.side&sideQueue != 0 {
+			w.queue = q.add(rdb.B().Llen().Key(side("redisson_lock_queue")).Build())
+		}
+		if o.fields != nil && o.side&sideLockWaiters != 0 {
+			key := side("redisync_lock_waiters")
+			w.records = q.add(rdb.B().Zcard().Key(key).Build())
+			w.owed = q.add(rdb.B().Zscore().Key(key).Member("~owed").Build())
+			w.java = q.add(rdb.B().Zscore().Key(key).Member("~java").Build())
+		}
+		if o.fields != nil && o.side&sideWriters != 0 {
+			w.writers = q.add(rdb.B().Zcount().Key(side("redisync_rwlock_writers")).Min("(" + now).Max("+inf").Build())
+		}
+		if o.fields == nil {
+			w.value = q.add(getNumber(rdb, name))
+			if o.side&sideSemWaiters != 0 {
+				w.records = q.add(rdb.B().Zcard().Key(side("redisync_semaphore_waiters")).Build())
+			}
+			if o.side&sideExpirable != 0 {
+				key := r.names.Suffixed(name, "timeout")
+				w.permits = q.add(rdb.B().Zcard().Key(key).Build())
+				w.ids = q.add(firstOf(rdb, key, 4))
+				w.expired = q.add(rdb.B().Zcount().Key(key).Min("-inf").Max(now).Build())
+			}
+		}
+		rows[i] = w
+	}
+	q.send(r)
+	var out []listed
+	for _, w := range rows {
+		if found, ok := l.row(w, &q); ok {
+			out = append(out, found)
 		}
 		if r.err != nil {
 			return nil, r.err
@@ -173,105 +514,108 @@ func list(ctx context.Context, rdb rueidis.Client, prefix, pattern string) ([]li
 	return out, nil
 }
 
-// isDataError reports whether err is about what a key holds rather than about reaching Redis.
-func isDataError(err error) bool {
-	if _, ok := rueidis.IsRedisErr(err); ok {
-		return true
+// row decides from what was read whether w is one of ours, and summarises it.
+func (l *lister) row(w row, q *batch) (listed, bool) {
+	out := listed{Name: w.name}
+	if ttl := q.int(w.ttl); ttl >= 0 {
+		out.TTLms = &ttl
 	}
-	return strings.Contains(err.Error(), "not a number")
-}
-
-// recognise decides, from what inspect read, whether st is one of ours, and summarises it.
-func (r *reader) recognise(st *state) (listed, bool) {
-	l := listed{Name: st.Name, Kind: st.Kind}
-	if st.TTLms != nil && *st.TTLms >= 0 {
-		l.TTLms = st.TTLms
-	}
-	holders := len(st.Holders)
-	switch st.Kind {
-	case "lock", "fair lock", "read-write lock":
-		if !ownersShaped(st) {
-			return l, false
+	o := w.o
+	if o.fields != nil {
+		if _, _, _, ok := rateFields(o.fields); ok {
+			st := &state{Name: w.name}
+			l.r.rateLimiter(st, o.fields, l.now)
+			rs := st.RateLimiter
+			out.Kind, out.Detail = "rate limiter", fmt.Sprintf("%d per %v, %s", rs.Rate, ms(rs.IntervalMs), rs.Type)
+			if rs.Available != nil {
+				out.Detail += fmt.Sprintf(", %d left", *rs.Available)
+			}
+			return out, true
 		}
-		if st.Kind == "lock" && holders == 0 {
-			return l, false // a fencing token alone: a free lock
+		holders := len(o.fields)
+		if w.size >= 0 {
+			holders = int(q.int(w.size))
 		}
-		l.Holders = &holders
-		switch st.Kind {
-		case "lock":
-			n := r.records(r.names.Prefixed("redisync_lock_waiters", st.Name))
-			l.Waiters = &n
-		case "fair lock":
-			n := int64(len(st.Queue))
-			l.Waiters = &n
+		var waiters int64
+		mode, rw := o.fields["mode"]
+		switch {
+		case rw:
+			holders--
+			out.Kind, out.Detail, waiters = "read-write lock", "mode "+mode, q.int(w.writers)
+		case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0:
+			out.Kind, waiters = "fair lock", q.int(w.queue)
 		default:
-			n := int64(len(st.WaitingWriters))
-			l.Waiters, l.Detail = &n, "mode "+st.Mode
-		}
-	case "rate limiter":
-		rs := st.RateLimiter
-		l.Detail = fmt.Sprintf("%d per %v, %s", rs.Rate, ms(rs.IntervalMs), rs.Type)
-		if rs.Available != nil {
-			l.Detail += fmt.Sprintf(", %d left", *rs.Available)
-		}
-	case "permit-expirable semaphore":
-		for _, p := range st.Permits {
-			if len(p.ID) != 32 {
-				return l, false
+			out.Kind, waiters = "lock", q.int(w.records)
+			for _, marker := range []int{w.owed, w.java} {
+				if _, ok := q.str(marker); ok {
+					waiters--
+				}
 			}
 		}
-		holders = len(st.Permits)
-		l.Holders = &holders
-		l.Detail = fmt.Sprintf("%d available", *st.Available)
-	case "semaphore", "semaphore or countdown latch":
-		n := r.card(r.names.Prefixed("redisync_semaphore_waiters", st.Name))
-		if st.Kind != "semaphore" && n == 0 {
-			return l, false // a bare number: nothing says it is ours
-		}
-		l.Kind, l.Waiters = "semaphore", &n
-		l.Detail = fmt.Sprintf("%d available", *st.Available)
-	case "countdown latch":
-		l.Detail = fmt.Sprintf("count %d", *st.Count)
-	default:
-		return l, false
+		out.Holders, out.Waiters = &holders, &waiters
+		return out, true
 	}
-	return l, true
+	if w.queue >= 0 && q.int(w.queue) > 0 { // a fair lock, free for a moment, with waiters in line
+		holders, waiters := 0, q.int(w.queue)
+		out.Kind, out.Holders, out.Waiters = "fair lock", &holders, &waiters
+		return out, true
+	}
+	value, isNumber := number(q.str(w.value))
+	if _, exists := q.str(w.value); exists && !isNumber {
+		return out, false // a string that is no count: someone else's
+	}
+	if n := int(q.int(w.permits)); n > 0 {
+		ids := q.zset(w.ids)
+		for _, z := range ids {
+			if len(z.Member) != 16 {
+				return out, false // not a permit id
+			}
+		}
+		available := value + q.int(w.expired)
+		out.Kind, out.Holders, out.Detail = "permit-expirable semaphore", &n, fmt.Sprintf("%d available", available)
+		return out, true
+	}
+	records := q.int(w.records)
+	sem := o.side&sideSemChannel != 0 || records > 0
+	latch := o.side&sideLatchChannel != 0
+	switch {
+	case latch && !sem && value > 0:
+		out.Kind, out.Detail = "countdown latch", fmt.Sprintf("count %d", value)
+	case sem:
+		out.Kind, out.Waiters, out.Detail = "semaphore", &records, fmt.Sprintf("%d available", value)
+	default:
+		return out, false // a bare number: nothing says it is ours
+	}
+	return out, true
 }
 
-// ownersShaped reports whether every holder of a lock is an owner "<id>:<number>" with a positive
-// count, as Redisson and redisync write them.
-func ownersShaped(st *state) bool {
-	if st.Kind == "read-write lock" && st.Mode != "read" && st.Mode != "write" {
+// ownerFields reports whether every field is a lock's owner "<id>:<number>" (a read-write lock's
+// writer "<id>:<number>:write") with a positive count, or a read-write lock's "mode", as Redisson
+// and redisync write them.
+func ownerFields(fields map[string]string) bool {
+	if len(fields) == 0 {
 		return false
 	}
-	for _, h := range st.Holders {
-		i := strings.LastIndexByte(h.Owner, ':')
-		if i <= 0 || h.Count < 1 {
+	for k, v := range fields {
+		if k == "mode" {
+			if v != "read" && v != "write" {
+				return false
+			}
+			continue
+		}
+		owner := strings.TrimSuffix(k, ":write")
+		i := strings.LastIndexByte(owner, ':')
+		if i <= 0 {
 			return false
 		}
-		if _, err := strconv.ParseUint(h.Owner[i+1:], 10, 64); err != nil {
+		if _, err := strconv.ParseUint(owner[i+1:], 10, 64); err != nil {
+			return false
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 {
 			return false
 		}
 	}
 	return true
-}
-
-// records counts a lock's waiter records, leaving out the members that mark a Java waiter's turn
-// ("~owed", "~java": see rlock_wake.lua).
-func (r *reader) records(key string) int64 {
-	members, _ := r.do(r.rdb.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
-	var n int64
-	for _, m := range members {
-		if !strings.HasPrefix(m, "~") {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *reader) card(key string) int64 {
-	n, _ := r.do(r.rdb.B().Zcard().Key(key).Build()).AsInt64()
-	return n
 }
 
 // globEscape makes s match itself in a SCAN MATCH pattern.
@@ -284,50 +628,6 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// scan returns every key matching pattern, on every node (a replica's keys are its master's).
-func scan(ctx context.Context, rdb rueidis.Client, pattern string) ([]string, error) {
-	seen := make(map[string]bool)
-	var keys []string
-	for _, node := range rdb.Nodes() {
-		cursor := uint64(0)
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				return nil, err
-			}
-			for _, k := range e.Elements {
-				if !seen[k] {
-					seen[k] = true
-					keys = append(keys, k)
-				}
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
-	}
-	return keys, nil
-}
-
-// keyTypes returns the TYPE of each key, pipelined.
-func keyTypes(ctx context.Context, rdb rueidis.Client, keys []string) ([]string, error) {
-	types := make([]string, 0, len(keys))
-	for batch := range slices.Chunk(keys, 500) {
-		cmds := make(rueidis.Commands, len(batch))
-		for i, k := range batch {
-			cmds[i] = rdb.B().Type().Key(k).Build()
-		}
-		for _, res := range rdb.DoMulti(ctx, cmds...) {
-			t, err := res.ToString()
-			if err != nil {
-				return nil, err
-			}
-			types = append(types, t)
-		}
-	}
-	return types, nil
 }
 
 // sidePrefixes are the prefixes of the side keys "prefix:{name}" of every primitive.

@@ -174,6 +174,29 @@ func TestList(t *testing.T) {
 		}
 	}
 
+	// A server whose SCAN has no TYPE (before Redis 6) is walked once, with each key's TYPE: the
+	// same objects.
+	for _, typed := range []bool{true, false} {
+		l := newLister(ctx, tg.Redis(t), "", "*", defaultMaxKeys)
+		l.typed = typed
+		found, err := l.list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]string{}
+		for _, f := range found {
+			kinds[f.Name] = f.Kind
+		}
+		for name, w := range want {
+			if kinds[name] != w.kind {
+				t.Errorf("SCAN with TYPE %v: %s listed as %q, want %q", typed, name, kinds[name], w.kind)
+			}
+		}
+		if len(kinds) != len(want) {
+			t.Errorf("SCAN with TYPE %v: listed %v", typed, kinds)
+		}
+	}
+
 	// A pattern narrows it; the table has a row per object.
 	if got := listJSON(t, addr, "ls-f*"); len(got) != 1 || got["ls-fair"].Kind != "fair lock" {
 		t.Errorf("list ls-f*: %v, want the fair lock alone", got)
@@ -198,4 +221,53 @@ func TestListUsage(t *testing.T) {
 	if code := p.run(); code != exitUnavailable {
 		t.Fatalf("no server: %v", p)
 	}
+}
+
+// TestListCluster: on a cluster, list walks every master and finds each object once, side keys
+// and waiters' channels in their slots included.
+func TestListCluster(t *testing.T) {
+	tg := testkit.Cluster(t)
+	addrs := strings.Join(tg.Addrs, ",")
+	ctx := context.Background()
+	c, other := tg.Client(t), tg.Client(t)
+	var names []string
+	for i := range 6 { // names in several slots, of several masters
+		name := fmt.Sprintf("lscl-lock-%d", i)
+		l := must(rlock.New(c, name))
+		held := must(l.Lock(ctx))
+		t.Cleanup(func() { l.Unlock(held) })
+		names = append(names, name)
+	}
+	fair := must(fairlock.New(c, "lscl-fair"))
+	fairHeld := must(fair.Lock(ctx))
+	fairWaiter := must(fairlock.New(other, "lscl-fair"))
+	background(t, func(ctx context.Context) {
+		if h, err := fairWaiter.Lock(ctx); err == nil {
+			fairWaiter.Unlock(h)
+		}
+	})
+	latch := must(countdown.New(c, "lscl-latch"))
+	must(latch.TrySetCount(ctx, 1))
+	t.Cleanup(func() { latch.Delete(context.Background()) })
+	background(t, func(ctx context.Context) { latch.Await(ctx) })
+	t.Cleanup(func() { fair.Unlock(fairHeld) })
+
+	testkit.Eventually(t, 20*time.Second, func() error {
+		got := listJSON(t, addrs, "lscl-*")
+		for _, name := range names {
+			if got[name].Kind != "lock" {
+				return fmt.Errorf("%s: %+v", name, got[name])
+			}
+		}
+		if l := got["lscl-fair"]; l.Kind != "fair lock" || l.Waiters == nil || *l.Waiters != 1 {
+			return fmt.Errorf("lscl-fair: %+v", l)
+		}
+		if l := got["lscl-latch"]; l.Kind != "countdown latch" || l.Detail != "count 1" {
+			return fmt.Errorf("lscl-latch: %+v", l)
+		}
+		if len(got) != len(names)+2 {
+			return fmt.Errorf("listed %v", got)
+		}
+		return nil
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -41,7 +42,8 @@ grows with every acquisition, so that the store COMMAND writes to can refuse a w
 paused past its lease and overtaken.
 
 While the tool waits with stderr on a terminal, it says once what it waits for and who holds it;
-'redisync inspect NAME' shows the holders' host, pid and command too.
+'redisync inspect NAME' shows the holders' host, pid and program too (and, with --record-command,
+their whole command line). COMMAND's environment is the tool's without the passwords it took.
 Flags go before NAME, or anywhere before "--".
 `
 
@@ -73,32 +75,35 @@ Examples:
 
 // lockFlags are the flags that lock and semaphore share.
 type lockFlags struct {
-	wait     waitFlag
-	nowait   bool
-	conflict int
+	waitFlags
 	lease    *time.Duration
 	grace    *time.Duration
 	watchdog *time.Duration
+	record   bool
 	conn     connFlags
 }
 
 func (f *lockFlags) register(cmd *command, leaseUsage string) {
-	waitUsage := "give up with status 75 after `DURATION` (1m30s, or seconds: 90) without acquiring; 0 tries once (default: wait as long as it takes)"
-	cmd.fs.Var(&f.wait, "wait", waitUsage)
-	cmd.fs.Var(&f.wait, "w", "short for --wait")
-	cmd.fs.BoolVar(&f.nowait, "n", false, "do not wait: try once (--wait 0)")
-	cmd.fs.BoolVar(&f.nowait, "nonblock", false, "same as -n")
-	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` when not acquired")
-	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E")
+	f.waitFlags.register(cmd)
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
 	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "once the lock or permit is lost, give COMMAND `DURATION` between SIGTERM and SIGKILL")
 	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL, `DURATION`, renewed every third of it while COMMAND runs;\nif the tool dies, others wait at most this long")
+	cmd.fs.BoolVar(&f.record, "record-command", false, "register COMMAND with its arguments beside the hold, for 'redisync inspect' (default: its name,\nthe pid and the host only: whoever reads Redis reads the arguments, secrets included)")
 	f.conn.register(cmd.fs)
 }
 
 // parseHeld parses "[flags] NAME -- COMMAND [ARGS...]" and finds COMMAND, before anything is
 // acquired or even connected, so that a typo costs no lock.
 func (f *lockFlags) parseHeld(cmd *command, args []string) (name string, argv []string, code int) {
+	name, argv, code = parseHeld(cmd, args, &f.waitFlags)
+	if code < 0 && *f.watchdog < 30*time.Millisecond {
+		return "", nil, cmd.usageError("--watchdog %v is too short: at least 30ms", *f.watchdog)
+	}
+	return name, argv, code
+}
+
+// parseHeld parses "[flags] NAME -- COMMAND [ARGS...]" for lock, semaphore and rate.
+func parseHeld(cmd *command, args []string, f *waitFlags) (name string, argv []string, code int) {
 	pos, tail, _, code := cmd.parse(args, 1)
 	if code >= 0 {
 		return "", nil, code
@@ -112,8 +117,6 @@ func (f *lockFlags) parseHeld(cmd *command, args []string) (name string, argv []
 		return "", nil, cmd.usageError("missing COMMAND")
 	case pos[0] == "":
 		return "", nil, cmd.usageError("empty NAME")
-	case *f.watchdog < 30*time.Millisecond:
-		return "", nil, cmd.usageError("--watchdog %v is too short: at least 30ms", *f.watchdog)
 	case f.conflict < 0 || f.conflict > 255:
 		return "", nil, cmd.usageError("-E %d: a status is from 0 to 255", f.conflict)
 	case f.nowait && f.wait.set && f.wait.d != 0:
@@ -153,11 +156,18 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	case *fencing && (*read || *write):
 		return cmd.usageError("--fencing does not go with --read or --write: the read-write lock has no fencing tokens")
 	}
-	c, code := f.conn.connect(cmd, redisync.WithWatchdogTimeout(*f.watchdog))
+	start := time.Now()
+	c, code := f.conn.connect(cmd, f.budget(), redisync.WithWatchdogTimeout(*f.watchdog))
 	if code >= 0 {
 		return code
 	}
 	defer c.Close()
+	ctx, cancel := f.before(start)
+	code = checkLockKey(ctx, cmd, c, name)
+	cancel()
+	if code >= 0 {
+		return code
+	}
 	var l locker
 	var err error
 	switch {
@@ -193,19 +203,47 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 			return []string{fencingEnv + "=" + strconv.FormatInt(t, 10)}
 		}
 	}
-	return runHeld(cmd, c, h, f.options(), argv)
+	return runHeld(cmd, c, h, f.options(start), argv)
 }
 
 // fencingEnv carries the fencing token to COMMAND.
 const fencingEnv = "REDISYNC_FENCING_TOKEN"
 
-// options are runHeld's settings from the flags.
-func (f *lockFlags) options() heldOptions {
+// options are runHeld's settings from the flags, for a run that started at start.
+func (f *lockFlags) options(start time.Time) heldOptions {
 	ttl := *f.lease
 	if ttl == 0 {
 		ttl = *f.watchdog
 	}
-	return heldOptions{wait: f.wait.bound(), grace: *f.grace, ttl: ttl, notAcquired: f.conflict}
+	return heldOptions{wait: f.wait.bound(), start: start, grace: *f.grace, ttl: ttl, notAcquired: f.conflict, recordCommand: f.record}
+}
+
+// checkLockKey returns exitDataErr, with a message naming the key's type but never its content,
+// when name holds something that is no lock: an application's hash, whose fields the lock's script
+// would take for holders, waiting for ever and writing waiter records beside it. A key of another
+// type is refused by the script itself, as it is here.
+func checkLockKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
+	rdb := c.Redis()
+	key, _ := core.Of(c).Name("", name)
+	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), rdb.B().Hscan().Key(key).Cursor(0).Count(listHashPage).Build())
+	typ, err := res[0].ToString()
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	switch typ {
+	case "none":
+		return -1
+	case "hash":
+		page, err := res[1].AsScanEntry()
+		if err != nil && !hasCode(err, "WRONGTYPE") {
+			return redisError(cmd, err)
+		}
+		if err != nil || lockFields(pairs(page.Elements)) {
+			return -1 // gone or changed meanwhile: the script decides
+		}
+	}
+	fmt.Fprintf(cmd.stderr, "redisync %s: %q holds a %s that is not a lock; nothing changed\n", cmd.name, name, typ)
+	return exitDataErr
 }
 
 // checkName refuses names that are the side keys of primitives (a fencing counter, a fair lock's

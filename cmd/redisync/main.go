@@ -15,10 +15,14 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 )
 
 // Exit statuses of the tool itself. COMMAND's own status is passed through unchanged.
@@ -46,7 +50,7 @@ Usage:
   redisync inspect [--json] NAME                           what Redis holds under NAME, read-only
   redisync list [--json] [PATTERN]                         the locks, semaphores, ... in Redis (SCAN)
 
-Connection (every subcommand): --addr host:port[,host:port...] (several = cluster),
+Connection (every subcommand, before or after its name): --addr host:port[,host:port...] (several = cluster),
 --sentinel MASTER (then --addr lists the sentinels); default $REDISYNC_ADDR, else 127.0.0.1:6379.
 Or --url redis://USER@HOST:PORT/DB, rediss:// for TLS ($REDISYNC_URL). --user USER; the password
 from $REDISYNC_PASSWORD or --password-file, never from argv; --tls, --cacert, --cert, --key; --db N.
@@ -69,7 +73,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// No message may show a password, wherever it comes from (a server's error echoing a URL...).
 	stderr = redactor{stderr}
-	sub, rest := args[0], args[1:]
+	lead, args, code := leadingFlags(args, stdout, stderr)
+	if code >= 0 {
+		return code
+	}
+	sub, rest := args[0], slices.Concat(lead, args[1:])
 	switch sub {
 	case "demo":
 		return cmdDemo(rest, stdout, stderr)
@@ -94,6 +102,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "redisync: unknown command %q\n\n%s", sub, usage)
 	return exitUsage
+}
+
+// leadingFlags takes the connection flags given before the subcommand ("redisync --addr X lock
+// ..."), which the subcommand gets first among its own. It returns them and the rest, or an exit
+// status.
+func leadingFlags(args []string, stdout, stderr io.Writer) (lead, rest []string, code int) {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return nil, args, -1
+	}
+	switch strings.TrimLeft(args[0], "-") {
+	case "version", "help", "h":
+		return nil, args, -1
+	}
+	fs := flag.NewFlagSet("redisync", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	var conn connFlags
+	conn.register(fs)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return nil, nil, exitOK
+	} else if err != nil {
+		fmt.Fprintf(stderr, "Before the subcommand, only connection flags go (see 'redisync --help').\n")
+		return nil, nil, exitUsage
+	}
+	rest = fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return nil, nil, exitUsage
+	}
+	return args[:len(args)-len(rest)], rest, -1
 }
 
 // version is the module's version and VCS revision, as the go command recorded them.

@@ -21,6 +21,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv(measureEnv); out != "" {
+		os.Exit(measure(out, os.Args[1:]))
+	}
 	dir, err := buildDir()
 	if err == nil {
 		bin = filepath.Join(dir, "redisync")
@@ -69,6 +72,7 @@ type proc struct {
 	stderr bytes.Buffer
 	done   chan struct{}
 	code   int
+	took   time.Duration // from start to the end of the process
 }
 
 // tool prepares the tool with args, talking to addr through $REDISYNC_ADDR.
@@ -87,12 +91,14 @@ func tool(t testing.TB, addr string, args ...string) *proc {
 // start starts the process; the test's cleanup kills it if it is still running.
 func (p *proc) start() *proc {
 	p.t.Helper()
+	began := time.Now()
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
 	go func() {
 		defer close(p.done)
 		err := p.cmd.Wait()
+		p.took = time.Since(began)
 		var exit *exec.ExitError
 		switch {
 		case err == nil:
@@ -173,6 +179,20 @@ func TestUsage(t *testing.T) {
 		{[]string{"lock", "x", "y", "--", "true"}, exitUsage, `unexpected argument "y"`},
 		{[]string{"lock", "x", "--", "no-such-command-here"}, exitNotFound, "not found"},
 		{[]string{"inspect"}, exitUsage, "missing NAME"},
+		{[]string{"inspect", "--watch", "--interval", "0", "x"}, exitUsage, "too short"},
+		{[]string{"inspect", "--watch", "--interval", "99ms", "x"}, exitUsage, "too short"},
+		{[]string{"inspect", "--db", "-5", "x"}, exitUsage, "database number"},
+		{[]string{"lock", "--db", "-5", "x", "--", "true"}, exitUsage, "database number"},
+		{[]string{"inspect", "--addr", ":::", "x"}, exitUsage, "bad address"},
+		{[]string{"list", "--addr", "[::1", "x"}, exitUsage, "bad address"},
+		{[]string{"--addr", ":::", "inspect", "x"}, exitUsage, "bad address"},
+		{[]string{"--db", "-5", "list"}, exitUsage, "database number"},
+		{[]string{"--wait", "1", "lock", "x", "--", "true"}, exitUsage, "only connection flags"},
+		{[]string{"--addr", "127.0.0.1:1"}, exitUsage, "Usage:"},
+		{[]string{"--addr", "127.0.0.1:1", "--help"}, exitOK, "Usage:"},
+		{[]string{"rate", "--rate", "1/s", "redisync_holder:{x}", "--", "true"}, exitUsage, "namespace"},
+		{[]string{"rate", "--rate", "1/s", "-n", "-w", "2", "x", "--", "true"}, exitUsage, "exclude"},
+		{[]string{"rate", "--rate", "1/s", "-E", "256", "x", "--", "true"}, exitUsage, "-E 256"},
 		{[]string{"demo", "--buyers", "0"}, exitUsage, "--buyers"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -221,5 +241,18 @@ func TestUnreachable(t *testing.T) {
 	p = tool(t, "127.0.0.1:1", "inspect", "x")
 	if code := p.run(); code != exitUnavailable {
 		t.Fatalf("want %d\n%v", exitUnavailable, p)
+	}
+}
+
+// TestFlagsBeforeSubcommand: the connection flags may come before the subcommand's name.
+func TestFlagsBeforeSubcommand(t *testing.T) {
+	tg := testkit.Standalone(t)
+	p := tool(t, "127.0.0.1:1", "--addr", tg.Addrs[0], "--db", "0", "lock", "-n", "flags-first", "--", "true")
+	if code := p.run(); code != 0 {
+		t.Fatalf("%v", p)
+	}
+	p = tool(t, "127.0.0.1:1", "--addr="+tg.Addrs[0], "inspect", "flags-first")
+	if code := p.run(); code != 0 || !strings.Contains(p.stdout.String(), "flags-first: none") {
+		t.Fatalf("%v", p)
 	}
 }

@@ -30,15 +30,17 @@ Flags go before NAME, or anywhere before "--".
 const rateFooter = `
 Exit status:
   COMMAND's own   COMMAND ran (128+n when a signal n ended it)
-  75              no permit within --wait; COMMAND did not run
+  75              no permit within --wait; COMMAND did not run (-E chooses another status)
   64              bad flags or arguments
+  65              NAME holds data of another kind (not a rate limiter); COMMAND did not run
   69              Redis unreachable or failing; COMMAND did not run
+  77              Redis refused: NOPERM (see the README's ACL), wrong user or password
   126, 127        COMMAND cannot be run, or was not found
   128+n           signal n arrived while waiting; COMMAND did not run
 
 Examples:
   redisync rate --rate 10/s api -- curl -fsS https://api.example.com/sync
-  redisync rate --rate 10000/h --wait 0 mail -- ./send.sh    # exit 75 at once when over the rate
+  redisync rate --rate 10000/h -n mail -- ./send.sh          # exit 75 at once when over the rate
   redisync rate --rate 5/250ms --keep-alive 1h crawl -- ./fetch.sh "$URL"
 `
 
@@ -79,53 +81,40 @@ func (r *rateFlag) Set(s string) error {
 func cmdRate(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("rate", rateHeader, rateFooter, stdout, stderr)
 	var rate rateFlag
-	var wait waitFlag
+	var w waitFlags
 	var conn connFlags
 	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet (required)")
-	cmd.fs.Var(&wait, "wait", "give up with status 75 after `DURATION` without a permit, or at once when none comes free\nwithin it; 0 tries once (default: wait as long as it takes)")
+	w.register(cmd)
 	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays)")
 	conn.register(cmd.fs)
-	pos, tail, _, code := cmd.parse(args, 1)
-	if code >= 0 {
-		return code
-	}
+	name, argv, code := parseHeld(cmd, args, &w)
 	switch {
-	case len(pos) == 0:
-		return cmd.usageError("missing NAME")
-	case len(pos) > 1:
-		return cmd.usageError("unexpected argument %q (COMMAND goes after \"--\")", pos[1])
-	case len(tail) == 0:
-		return cmd.usageError("missing COMMAND")
-	case pos[0] == "":
-		return cmd.usageError("empty NAME")
+	case code >= 0:
+		return code
 	case rate.n == 0:
 		return cmd.usageError("--rate is required")
 	case *keepAlive != 0 && *keepAlive < rate.interval:
 		return cmd.usageError("--keep-alive %v is shorter than the interval %v", *keepAlive, rate.interval)
 	}
-	path, code := resolve(tail[0], cmd.stderr, cmd.name)
-	if code >= 0 {
-		return code
-	}
-	c, code := conn.connect(cmd)
+	start := time.Now()
+	c, code := conn.connect(cmd, w.budget())
 	if code >= 0 {
 		return code
 	}
 	defer c.Close()
-	l, err := ratelimit.New(c, pos[0])
+	l, err := ratelimit.New(c, name)
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
 	cfg := ratelimit.Config{Rate: rate.n, Interval: rate.interval, KeepAlive: *keepAlive}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := w.before(start)
 	_, err = l.TrySetRate(ctx, cfg)
 	cancel()
-	if err != nil {
-		fmt.Fprintf(stderr, "redisync rate: %v\n", err)
-		if errors.Is(err, redisync.ErrInvalidArgument) {
-			return exitUsage
-		}
-		return exitUnavailable
+	switch {
+	case errors.Is(err, redisync.ErrInvalidArgument):
+		return cmd.usageError("%v", err)
+	case err != nil:
+		return redisError(cmd, err)
 	}
 	take := func(ctx context.Context, wait time.Duration) (context.Context, error) {
 		if wait < 0 {
@@ -133,9 +122,9 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 		}
 		return context.Background(), l.TryAcquire(ctx, 1, wait)
 	}
-	h := holder{what: "permit", name: pos[0], acquire: take, release: func(context.Context) error { return nil }}
-	o := heldOptions{wait: wait.bound(), grace: 10 * time.Second, notAcquired: exitNotAcquired}
-	return runHeld(cmd, c, h, o, append([]string{path}, tail...))
+	h := holder{what: "permit", name: name, acquire: take, release: func(context.Context) error { return nil }}
+	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, notAcquired: w.conflict}
+	return runHeld(cmd, c, h, o, argv)
 }
 
 // rateState is what inspect shows of a rate limiter.
@@ -150,40 +139,57 @@ type rateState struct {
 	Grants    int    `json:"grants,omitempty"` // the grants in the window now
 }
 
-// rateLimiter reads the rate limiter under st.Name, if the hash there is one, the way an acquisition
-// would count its window, without changing it.
-func (r *reader) rateLimiter(st *state, now int64) bool {
-	f, _ := r.do(r.rdb.B().Hgetall().Key(st.Name).Build()).AsStrMap()
+// rateFields reports whether a hash's fields are a rate limiter's, and its rate, interval and type.
+func rateFields(f map[string]string) (rate, interval int64, perClient, ok bool) {
 	rate, err1 := strconv.ParseInt(f["rate"], 10, 64)
 	interval, err2 := strconv.ParseInt(f["interval"], 10, 64)
 	if err1 != nil || err2 != nil || (f["type"] != "0" && f["type"] != "1") {
+		return 0, 0, false, false
+	}
+	return rate, interval, f["type"] == "1", true
+}
+
+// rateLimiter reads the rate limiter under st.Name, if the hash fields there are one, the way an
+// acquisition would count its window, without changing it. It reads at most maxGrants grants, the
+// oldest first: those that left the window come first; the others are counted, as one permit each
+// beyond that bound.
+func (r *reader) rateLimiter(st *state, f map[string]string, now int64) bool {
+	rate, interval, perClient, ok := rateFields(f)
+	if !ok {
 		return false
 	}
 	rs := &rateState{Type: ratelimit.Overall.String(), Rate: rate, IntervalMs: interval}
 	rs.KeepAliveMs, _ = strconv.ParseInt(f["keepAliveTime"], 10, 64)
 	st.Kind, st.RateLimiter = "rate limiter", rs
-	if f["type"] == "1" {
+	if perClient {
 		rs.Type = ratelimit.PerClient.String()
 		return true
 	}
 	valueKey, permitsKey := r.names.Suffixed(st.Name, "value"), r.names.Suffixed(st.Name, "permits")
-	left, ok := r.int(valueKey)
+	var q batch
+	value := q.add(getNumber(r.rdb, valueKey))
+	inWindow := q.add(r.rdb.B().Zcount().Key(permitsKey).Min("(" + strconv.FormatInt(now-interval, 10)).Max("+inf").Build())
+	grants := q.add(firstOf(r.rdb, permitsKey, maxGrants))
+	q.send(r)
+	left, ok := number(q.str(value))
 	if !r.found(st, valueKey, ok) {
 		rs.Available = &rate // no window yet: all of it
 		return true
 	}
-	var released, used int64
-	grants := r.zset(permitsKey)
-	r.found(st, permitsKey, len(grants) > 0)
-	for _, z := range grants {
+	var released, used, seen int64
+	zs := q.zset(grants)
+	r.found(st, permitsKey, len(zs) > 0)
+	for _, z := range zs {
 		p := grantPermits(z.Member)
 		if int64(z.Score) <= now-interval {
 			released += p
 		} else {
 			used += p
-			rs.Grants++
+			seen++
 		}
 	}
+	rs.Grants = int(q.int(inWindow))
+	used += int64(rs.Grants) - seen
 	// Redisson's rule: returned permits never take the window above the rate.
 	if released > 0 {
 		if left += released; left > rate {

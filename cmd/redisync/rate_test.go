@@ -21,11 +21,14 @@ func TestRate(t *testing.T) {
 				t.Fatalf("run %d: %v", i, p)
 			}
 		}
-		for _, wait := range []string{"0", "10m"} {
-			p := tool(t, addrs, "rate", "--rate", "2/h", "--wait", wait, name, "--", "sh", "-c", "echo ran")
+		for _, wait := range [][]string{{"--wait", "0"}, {"--wait", "10m"}, {"-w", "1"}, {"-n"}} {
+			p := tool(t, addrs, append(append([]string{"rate", "--rate", "2/h"}, wait...), name, "--", "sh", "-c", "echo ran")...)
 			if code := p.run(); code != exitNotAcquired || p.stdout.Len() != 0 {
-				t.Fatalf("--wait %s over the rate: %v", wait, p)
+				t.Fatalf("%q over the rate: %v", wait, p)
 			}
+		}
+		if p := tool(t, addrs, "rate", "--rate", "2/h", "-n", "-E", "0", name, "--", "sh", "-c", "echo ran"); p.run() != 0 || p.stdout.Len() != 0 {
+			t.Fatalf("-E 0 over the rate: %v", p)
 		}
 		st, text := inspectJSON(t, tg, name)
 		rs := st.RateLimiter

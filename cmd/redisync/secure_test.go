@@ -20,7 +20,7 @@ import (
 )
 
 // readmeACL is the README's minimal ACL for names that start with "app:" (keep the two equal).
-const readmeACL = `on >PASSWORD resetkeys resetchannels ~app:* ~{app:* ~redisson_*app:* ~redisync_*app:* &redisson_*app:* &redisync_*app:* -@all +hello +auth +ping +select +cluster|slots +cluster|shards +info +wait +evalsha +eval +script|load +publish +spublish +subscribe +ssubscribe +unsubscribe +sunsubscribe +pubsub|numsub +pubsub|shardnumsub +time +type +get +exists +pttl +hgetall +lrange +zrange +strlen +hlen +llen +scard +zcard +xlen +hset +hdel +pexpire +decr +decrby +del +hexists +hget +hincrby +incr +incrby +lindex +lpop +lpos +lrem +rpush +set +zadd +zincrby +zrem +zremrangebyscore +zscore +persist +hmget +hsetnx +zrangebyscore`
+const readmeACL = `on >PASSWORD resetkeys resetchannels ~app:* ~{app:* ~redisson_*app:* ~redisync_*app:* &redisson_*app:* &redisync_*app:* -@all +hello +auth +ping +select +cluster|slots +cluster|shards +info +wait +evalsha +eval +script|load +publish +spublish +subscribe +ssubscribe +unsubscribe +sunsubscribe +pubsub|numsub +pubsub|shardnumsub +time +type +get +exists +pttl +hgetall +lrange +zrange +strlen +hlen +llen +scard +zcard +xlen +hset +hdel +pexpire +decr +decrby +del +hexists +hget +hincrby +incr +incrby +lindex +lpop +lpos +lrem +rpush +set +zadd +zincrby +zrem +zremrangebyscore +zscore +persist +hmget +hsetnx +zrangebyscore +scan +hscan +getrange +zcount +pubsub|channels +pubsub|shardchannels`
 
 // secureServer is a redis-server with TLS and an ACL user, as production runs it.
 type secureServer struct {
@@ -137,6 +137,10 @@ func TestSecureServer(t *testing.T) {
 		append(append([]string{"rate", "--rate", "5/s"}, tlsFlags...), "app:rate", "--", "true"),
 		append(append([]string{"inspect"}, tlsFlags...), "app:job"),
 		append(append([]string{"inspect"}, tlsFlags...), "app:rate"),
+		append(append([]string{"inspect"}, tlsFlags...), "app:fair"),
+		append(append([]string{"inspect"}, tlsFlags...), "app:sem"),
+		append(append([]string{"list"}, tlsFlags...), "app:*"),
+		append([]string{"list", "--json"}, tlsFlags...),
 	} {
 		p := s.tool(t, pw, args...)
 		if code := p.run(); code != 0 {

@@ -45,7 +45,8 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	if *permits < 1 {
 		return cmd.usageError("--permits must be at least 1")
 	}
-	c, code := f.conn.connect(cmd)
+	start := time.Now()
+	c, code := f.conn.connect(cmd, f.budget())
 	if code >= 0 {
 		return code
 	}
@@ -58,7 +59,7 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := f.before(start)
 	_, err = e.TrySetPermits(ctx, *permits)
 	cancel()
 	if err != nil {
@@ -67,7 +68,7 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	p := &permitHold{e: e, lease: lease, renew: renew}
 	h := holder{what: "permit", name: name, acquire: p.acquire, release: p.release,
 		owner: func(context.Context) string { return p.id }}
-	return runHeld(cmd, c, h, f.options(), argv)
+	return runHeld(cmd, c, h, f.options(start), argv)
 }
 
 // permitHold is one permit held while COMMAND runs. Its ctx ends with redisync.ErrLost when the

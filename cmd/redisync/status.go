@@ -3,15 +3,20 @@ package main
 import (
 	"errors"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
 )
 
-// statusOf is the tool's exit status for an error from Redis or on the way to it: retry loops can
-// tell a server that is down (69) from data that is not what the command expects (65) and from a
-// user that lacks a permission (77), which no retry will fix.
+// statusOf is the tool's exit status for an error from Redis or on the way to it, the same in
+// every subcommand: retry loops can tell a server that is down or stalled (69) from data that is
+// not what the command expects (65) and from a user that lacks a permission or a password (77),
+// which no retry will fix.
 func statusOf(err error) int {
 	msg := err.Error()
 	switch {
@@ -22,6 +27,8 @@ func statusOf(err error) int {
 		strings.Contains(msg, "not an integer") || strings.Contains(msg, "not a valid float") ||
 		strings.Contains(msg, "not a number"):
 		return exitDataErr
+	case errors.Is(err, redisync.ErrNotAcquired):
+		return exitNotAcquired
 	}
 	return exitUnavailable
 }
@@ -56,7 +63,7 @@ func explain(err error) string {
 	return msg
 }
 
-// secrets are the passwords in use; redact removes them from every message, whatever its source.
+// secrets are the passwords in use; redactor masks them in every message, whatever its source.
 var secrets struct {
 	sync.Mutex
 	list []string
@@ -71,22 +78,53 @@ func addSecret(s string) {
 	secrets.Unlock()
 }
 
-// redactor writes through to w with every known secret replaced.
+// redactor writes through to w with the credentials in a message masked (see redact).
 type redactor struct{ w io.Writer }
 
 func (r redactor) Write(p []byte) (int, error) {
 	secrets.Lock()
 	list := secrets.list
 	secrets.Unlock()
-	if len(list) == 0 {
-		return r.w.Write(p)
-	}
-	s := string(p)
-	for _, sec := range list {
-		s = strings.ReplaceAll(s, sec, "********")
-	}
-	if _, err := io.WriteString(r.w, s); err != nil {
+	if _, err := io.WriteString(r.w, redact(string(p), list)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+const mask = "********"
+
+var (
+	// The password in a URL's user info: scheme://user:PASSWORD@.
+	urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)[^\s/?#@]*@`)
+	// An argument as a server echoes it, in single, double or back quotes.
+	quotedArg = regexp.MustCompile("'[^']*'|\"[^\"]*\"|`[^`]*`")
+	// AUTH's arguments, [user] password, as a command line shows them.
+	authArgs = regexp.MustCompile(`(?i)\bAUTH(\s+\S+){1,2}`)
+)
+
+// redact masks the credentials in msg where they are: the password of any URL, and a known secret
+// where it stands as a whole argument, quoted as a server echoes the arguments of a command it
+// refuses (HELLO 3 AUTH user password), or after AUTH. A secret's letters elsewhere are left alone:
+// masking every occurrence would garble messages (the password "e" in "redisync") and show which
+// letters the password has.
+func redact(msg string, known []string) string {
+	msg = urlUserinfo.ReplaceAllString(msg, "${1}"+mask+"@")
+	if len(known) == 0 {
+		return msg
+	}
+	msg = quotedArg.ReplaceAllStringFunc(msg, func(q string) string {
+		if slices.Contains(known, q[1:len(q)-1]) {
+			return q[:1] + mask + q[len(q)-1:]
+		}
+		return q
+	})
+	return authArgs.ReplaceAllStringFunc(msg, func(m string) string {
+		words := strings.Fields(m)
+		for i, w := range words[1:] {
+			if slices.Contains(known, w) {
+				words[i+1] = mask
+			}
+		}
+		return strings.Join(words, " ")
+	})
 }

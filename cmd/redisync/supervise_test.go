@@ -267,7 +267,7 @@ func TestTerminalWaitingLine(t *testing.T) {
 	term.attach(w.cmd)
 	w.start()
 	host, _ := os.Hostname()
-	want := fmt.Sprintf(`waiting for the lock "tty-wait", held by pid %d on %s (sh -c`, holder.cmd.Process.Pid, host)
+	want := fmt.Sprintf(`waiting for the lock "tty-wait", held by pid %d on %s (sh)`, holder.cmd.Process.Pid, host)
 	waitFor(t, 10*time.Second, "the waiting line", func() bool { return strings.Contains(term.output(), want) })
 	os.WriteFile(release, nil, 0o644)
 	if code := w.wait(10 * time.Second); code != 0 {

@@ -17,12 +17,11 @@ import (
 // SIGTERM), and prints the view, with the time, each time holders, queue, mode, counts or the last
 // fencing token change (a hand-over shows as a new holder and a new token). TTLs and deadlines that
 // only count down print nothing new. With asJSON every view is one line of JSON.
-func watchInspect(rdb rueidis.Client, name string, asJSON bool, interval time.Duration, stdout, stderr io.Writer) int {
+func watchInspect(cmd *command, rdb rueidis.Client, name string, asJSON bool, interval time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := watch(ctx, rdb, name, asJSON, interval, stdout); err != nil {
-		fmt.Fprintf(stderr, "redisync inspect: %v\n", err)
-		return exitUnavailable
+	if err := watch(ctx, rdb, name, asJSON, interval, cmd.stdout); err != nil {
+		return redisError(cmd, err)
 	}
 	return exitOK
 }

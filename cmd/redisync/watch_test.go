@@ -40,7 +40,7 @@ func TestInspectWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- watch(ctx, rdb, "watch-lock", false, 20*time.Millisecond, &out) }()
+	go func() { done <- watch(ctx, rdb, "watch-lock", false, minInterval, &out) }()
 	shows := func(s string) {
 		t.Helper()
 		testkit.Eventually(t, 10*time.Second, func() error {
@@ -93,7 +93,7 @@ func TestInspectWatch(t *testing.T) {
 func TestInspectWatchInterrupted(t *testing.T) {
 	tg := testkit.Standalone(t)
 	base := tg.Calls(t, "type")
-	p := tool(t, tg.Addrs[0], "inspect", "--watch", "--interval", "20ms", "watch-none").start()
+	p := tool(t, tg.Addrs[0], "inspect", "--watch", "--interval", "100ms", "watch-none").start()
 	testkit.Eventually(t, 20*time.Second, func() error { // reading: its signal handler is in place
 		if n := tg.Calls(t, "type") - base; n < 2 {
 			return fmt.Errorf("%d reads", n)

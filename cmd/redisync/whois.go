@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
@@ -27,15 +26,32 @@ func whoisKey(c *redisync.Client, name string) string {
 	return cc.Names().Prefixed(whoisPrefix, key)
 }
 
-// holderInfo says who holds: what an operator needs to find the process.
+// holderInfo says who holds: what an operator needs to find the process. Anyone who can read
+// Redis reads it, so COMMAND's arguments, which may hold secrets (--api-token=...), are there only
+// when the holder was started with --record-command.
 type holderInfo struct {
 	Host    string `json:"host"`
 	PID     int    `json:"pid"`
-	Command string `json:"command"`
+	Program string `json:"program,omitempty"` // COMMAND's name, without its directory
+	Command string `json:"command,omitempty"` // COMMAND and its arguments, with --record-command
 }
 
 func (h holderInfo) String() string {
-	return fmt.Sprintf("pid %d on %s (%s)", h.PID, h.Host, h.Command)
+	what := h.Command
+	if what == "" {
+		what = h.Program
+	}
+	return fmt.Sprintf("pid %d on %s (%s)", h.PID, h.Host, what)
+}
+
+// newHolderInfo describes this process running argv (COMMAND and its arguments).
+func newHolderInfo(argv []string, recordCommand bool) holderInfo {
+	host, _ := os.Hostname()
+	h := holderInfo{Host: host, PID: os.Getpid(), Program: filepath.Base(argv[0])}
+	if recordCommand {
+		h.Command = strings.Join(argv, " ")
+	}
+	return h
 }
 
 // registration keeps the tool's holderInfo in Redis while it holds, renewing it with the hold's TTL.
@@ -43,13 +59,12 @@ type registration struct {
 	stop func()
 }
 
-// register writes this process's holderInfo for owner under name's side key and keeps it until
-// stop, which deletes it. Failures are ignored: the entry is for people, the hold does not need it.
-func register(c *redisync.Client, name, owner string, ttl time.Duration, argv []string) registration {
+// register writes info for owner under name's side key and keeps it until stop, which deletes it.
+// Failures are ignored: the entry is for people, the hold does not need it.
+func register(c *redisync.Client, name, owner string, ttl time.Duration, info holderInfo) registration {
 	rdb := c.Redis()
 	key := whoisKey(c, name)
-	host, _ := os.Hostname()
-	b, _ := json.Marshal(holderInfo{Host: host, PID: os.Getpid(), Command: strings.Join(argv, " ")})
+	b, _ := json.Marshal(info)
 	write := func(ctx context.Context) {
 		rdb.DoMulti(ctx,
 			rdb.B().Hset().Key(key).FieldValue().FieldValue(owner, string(b)).Build(),
@@ -80,33 +95,41 @@ func register(c *redisync.Client, name, owner string, ttl time.Duration, argv []
 	}}
 }
 
-// whois reads the holderInfo entries in an object's whois key, by owner field or permit id.
-func whois(ctx context.Context, rdb rueidis.Client, key string) map[string]holderInfo {
-	m, err := rdb.Do(ctx, rdb.B().Hgetall().Key(key).Build()).AsStrMap()
+// whois reads the holderInfo entries of the given owner fields (or permit ids) in an object's
+// whois key.
+func whois(r *reader, key string, fields []string) map[string]*holderInfo {
+	vals, err := r.multi(r.rdb.B().Hmget().Key(key).Field(fields...).Build())[0].ToArray()
 	if err != nil {
 		return nil
 	}
-	out := make(map[string]holderInfo, len(m))
-	for owner, v := range m {
-		var h holderInfo
-		if json.Unmarshal([]byte(v), &h) == nil {
-			out[owner] = h
+	out := make(map[string]*holderInfo, len(fields))
+	for i, v := range vals {
+		if s, err := v.ToString(); err == nil && i < len(fields) {
+			var h holderInfo
+			if json.Unmarshal([]byte(s), &h) == nil {
+				out[fields[i]] = &h
+			}
 		}
 	}
 	return out
 }
 
-// holdersOf describes who holds name, for the line a waiting tool prints.
+// holdersOf describes who holds name, for the line a waiting tool prints: the entries of its
+// whois key, of which one page is read.
 func holdersOf(ctx context.Context, c *redisync.Client, name string) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	infos := whois(ctx, c.Redis(), whoisKey(c, name))
-	if len(infos) == 0 {
-		return "a process that does not say who it is (not this tool)"
-	}
+	rdb := c.Redis()
+	page, _ := rdb.Do(ctx, rdb.B().Hscan().Key(whoisKey(c, name)).Cursor(0).Count(maxShown).Build()).AsScanEntry()
 	var s []string
-	for _, h := range infos {
-		s = append(s, escape(h.String()))
+	for _, v := range pairs(page.Elements) {
+		var h holderInfo
+		if json.Unmarshal([]byte(v), &h) == nil {
+			s = append(s, escape(h.String()))
+		}
+	}
+	if len(s) == 0 {
+		return "a process that does not say who it is (not this tool)"
 	}
 	slices.Sort(s)
 	return strings.Join(s, ", ")

@@ -16,10 +16,15 @@ const (
 	EventLost                               // a hold ended without Unlock: Held, Cause
 	EventRenewalFailed                      // a renewal round failed; the hold lives on until its lease may end: Cause
 	EventReconnected                        // the notifier subscribed again after losing its connection: Channels
-	EventAbandoned                          // a held ctx was dropped without Unlock: Held
+	EventAbandoned                          // a held ctx was dropped without Unlock: Held, Ended
+	EventWaiting                            // an acquisition's try failed and it waits for another
+	EventNotAcquired                        // an acquisition gave up at its wait bound: Wait, Waited
+	EventFailed                             // an acquisition ended with an error: Wait, Waited, Cause
+	EventCountedDown                        // a countdown latch was counted down
 )
 
-var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned"}
+var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned",
+	"waiting", "not acquired", "failed", "counted down"}
 
 func (k EventKind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -34,7 +39,8 @@ type Event struct {
 	Kind      EventKind
 	Primitive string // "lock", "fair lock", "read lock", "write lock", ...; "" for EventReconnected
 	Name      string // the object's name; "" for EventReconnected
-	// Wait is how long the acquisition took, from the call to the acquisition (EventAcquired).
+	// Wait is how long the acquisition took, from the call to its end (EventAcquired,
+	// EventNotAcquired, EventFailed).
 	Wait time.Duration
 	// Held is how long the acquisition was held (EventReleased, EventAbandoned), or for how long the
 	// earliest acquisition of the hold had been (EventLost).
@@ -42,11 +48,18 @@ type Event struct {
 	// HandedOver: the releasing holder handed the object to this waiter; otherwise it took it by
 	// its own try (EventAcquired).
 	HandedOver bool
-	// Cause is why the hold was lost or the renewal failed (EventLost, EventRenewalFailed); it
-	// matches ErrClosed when Close ended the hold.
+	// Cause is why the hold was lost, the renewal failed or the acquisition failed (EventLost,
+	// EventRenewalFailed, EventFailed); it matches ErrClosed when Close ended the hold.
 	Cause error
 	// Channels is how many channels were subscribed again (EventReconnected).
 	Channels int
+	// Waited: the acquisition reported EventWaiting before it ended (EventAcquired, EventNotAcquired,
+	// EventFailed), so that waiters waiting now can be counted.
+	Waited bool
+	// Ended is how many of the client's acquisitions of a lock the event ends (EventReleased: 1;
+	// EventLost: every one of the hold's; EventAbandoned: 1, or 0 while the hold stays until its
+	// lease may end, when EventLost ends it), so that acquisitions held now can be counted.
+	Ended int
 }
 
 // epoch is what acquisition times are measured from: a monotonic reading in 8 bytes.
@@ -63,19 +76,27 @@ func (c *Client) emit(e Event) {
 	}
 }
 
-// acquiring is what a lock's acquisition measures of one acquisition while events are observed.
+// Emit reports e when events are observed; passed by value, it costs nothing otherwise.
+func (c *Client) Emit(e Event) { c.emit(e) }
+
+// acquiring measures one acquisition while events are observed: from the call to its end, whether
+// it waited, and whether a hand-over was taken. A nil *acquiring measures nothing.
 type acquiring struct {
-	start  time.Time
-	grants *claimWatch
+	c          *Client
+	kind, name string
+	start      time.Time
+	grants     *claimWatch
+	waited     bool // written and read on the acquiring goroutine only
 }
 
-// observeAcquire starts measuring an acquisition about to wait with w; it wraps w's hand-overs to
-// learn whether one was taken. It costs nothing when nobody observes.
-func (c *Client) observeAcquire(w *Wait) acquiring {
+// observe starts measuring an acquisition of the object kind calls name, about to wait with w; it
+// wraps w's hand-overs to learn whether one was taken. It returns nil, and costs nothing, when
+// nobody observes.
+func (c *Client) observe(kind, name string, w *Wait) *acquiring {
 	if !c.observed() {
-		return acquiring{}
+		return nil
 	}
-	m := acquiring{start: time.Now()}
+	m := &acquiring{c: c, kind: kind, name: name, start: time.Now()}
 	if w.Grants != nil {
 		m.grants = &claimWatch{Grants: w.Grants}
 		w.Grants = m.grants
@@ -83,13 +104,30 @@ func (c *Client) observeAcquire(w *Wait) acquiring {
 	return m
 }
 
-// acquired reports the acquisition measured by m.
-func (c *Client) acquired(m acquiring, kind, name string) {
-	if m.start.IsZero() {
+// waiting reports that the acquisition's first try failed and it waits for another.
+func (m *acquiring) waiting() {
+	if m != nil && !m.waited {
+		m.waited = true
+		m.c.emit(Event{Kind: EventWaiting, Primitive: m.kind, Name: m.name})
+	}
+}
+
+// done reports the end of the acquisition, with err as it ended: EventAcquired, EventNotAcquired,
+// or EventFailed.
+func (m *acquiring) done(err error) {
+	if m == nil {
 		return
 	}
-	c.emit(Event{Kind: EventAcquired, Primitive: kind, Name: name, Wait: time.Since(m.start),
-		HandedOver: m.grants != nil && m.grants.claimed})
+	e := Event{Primitive: m.kind, Name: m.name, Wait: time.Since(m.start), Waited: m.waited}
+	switch {
+	case err == nil:
+		e.Kind, e.HandedOver = EventAcquired, m.grants != nil && m.grants.claimed
+	case errors.Is(err, ErrNotAcquired):
+		e.Kind = EventNotAcquired
+	default:
+		e.Kind, e.Cause = EventFailed, err
+	}
+	m.c.emit(e)
 }
 
 // claimWatch notes whether Acquire took a hand-over: it returns at once when Claim succeeds.
@@ -114,7 +152,7 @@ func (h *hold) stamp(a *acq) {
 // released reports that Unlock released a.
 func (h *hold) released(a *acq) {
 	if h.c.observed() {
-		h.c.emit(Event{Kind: EventReleased, Primitive: h.kind, Name: h.name, Held: since(a.at)})
+		h.c.emit(Event{Kind: EventReleased, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: 1})
 	}
 }
 
@@ -127,14 +165,19 @@ func (h *hold) ended(all []*acq, cause error) {
 		h.c.cfg.logger().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.id.field, "cause", cause)
 	}
 	if h.c.observed() {
-		h.c.emit(Event{Kind: EventLost, Primitive: h.kind, Name: h.name, Held: since(all[0].at), Cause: cause})
+		h.c.emit(Event{Kind: EventLost, Primitive: h.kind, Name: h.name, Held: since(all[0].at), Cause: cause, Ended: len(all)})
 	}
 }
 
-// abandonedEvent reports that a's ctx was dropped without Unlock.
-func (h *hold) abandonedEvent(a *acq) {
+// abandonedEvent reports that a's ctx was dropped without Unlock; kept, it stays held until
+// EventLost ends it.
+func (h *hold) abandonedEvent(a *acq, kept bool) {
 	if h.c.observed() {
-		h.c.emit(Event{Kind: EventAbandoned, Primitive: h.kind, Name: h.name, Held: since(a.at)})
+		n := 1
+		if kept {
+			n = 0
+		}
+		h.c.emit(Event{Kind: EventAbandoned, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: n})
 	}
 }
 

@@ -459,7 +459,7 @@ func abandoned(a *acq) {
 			a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
 		}
 	}
-	h.abandonedEvent(a)
+	h.abandonedEvent(a, freeze)
 	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
 		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)
 }

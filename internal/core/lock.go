@@ -348,16 +348,18 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 			w.Grants, w.Wake = a, l.wake
 		}
 	}
-	m := c.observeAcquire(&w)
+	m := c.observe(l.spec.Kind, l.name, &w)
 	h, held, wait, err := c.enter(ctx, l, holdID{l.name, a.v[vField]}, owner, wait)
 	if err != nil {
+		m.done(err)
 		return nil, err
 	}
 	a.h, a.held = h, held
 	a.v[vHeld] = strconv.Itoa(held)
 	a.v[vRid] = c.RequestID()
-	start, err := c.Acquire(ctx, wait, w)
+	start, err := c.acquire(ctx, wait, w, m)
 	if err != nil {
+		m.done(err)
 		h.abort(l.lease == 0)
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
 			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], "1") })
@@ -368,7 +370,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 		c.DeleteKeyLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
 	}
 	heldCtx := h.commit(parent, l.lease, start)
-	c.acquired(m, l.spec.Kind, l.name)
+	m.done(nil)
 	if l.fenced {
 		return c.WithToken(heldCtx, l.spec.Kind, l.name, a.token), nil
 	}

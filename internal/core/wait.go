@@ -13,7 +13,8 @@ import (
 
 // Wait describes how a primitive waits for its object.
 type Wait struct {
-	Channel string // where releases are announced; "" when nothing is (each try says how long to wait)
+	Kind, Name string // the object's, for events: "semaphore", "pool"
+	Channel    string // where releases are announced; "" when nothing is (each try says how long to wait)
 	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
 	// rlock); the waiter listens on both.
 	Wake string
@@ -94,6 +95,14 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 // error, and Undo gives back whatever Redis may have acquired for it. It returns the start time of the
 // successful try.
 func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
+	m := c.observe(w.Kind, w.Name, &w)
+	start, err := c.acquire(ctx, wait, w, m)
+	m.done(err)
+	return start, err
+}
+
+// acquire is Acquire, measured by m.
+func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acquiring) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -143,6 +152,7 @@ func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.
 	if wait == 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) {
 		return time.Time{}, ErrNotAcquired
 	}
+	m.waiting()
 	if len(ws) == 0 {
 		if err := ws.add(c, w); err != nil {
 			return time.Time{}, c.closedOr(err)
