@@ -129,6 +129,9 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
+		if err != nil && IsConnectionError(err) && c.Closed() {
+			err = ErrClosed // Close ended the connection under the try
+		}
 		if ok && err == nil && w.late(start) {
 			w.Tries.Undo(tries.undo, true)
 			return false, time.Millisecond, start, nil // try again at once
