@@ -72,7 +72,7 @@ func WithNameMapper(mapper func(name string) string) Option {
 }
 
 // AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
-const AllReplicas = core.AllReplicas
+const AllReplicas = -1
 
 // DefaultReplicaAckTimeout is how long an acquisition waits for the replicas by default (Redisson's
 // slavesSyncTimeout).
@@ -100,7 +100,7 @@ const DefaultReplicaAckTimeout = time.Second
 // is woken and acquires with a try of its own, one round trip more per hand-over.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *options) {
-		c.ReplicaAck, c.ReplicaAckTimeout, c.ReplicaAckByDefault, c.noReplicaAck = replicas, timeout, false, false
+		c.ReplicaAck, c.ReplicaAckTimeout, c.noReplicaAck = replicas, timeout, false
 	}
 }
 
@@ -109,7 +109,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // not replicated yet.
 func WithoutReplicaAck() Option {
 	return func(c *options) {
-		c.ReplicaAck, c.ReplicaAckTimeout, c.ReplicaAckByDefault, c.noReplicaAck = 0, 0, false, true
+		c.ReplicaAck, c.ReplicaAckTimeout, c.noReplicaAck = 0, 0, true
 	}
 }
 
@@ -181,7 +181,7 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 		}
 	}
 	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
-		cfg.ReplicaAck, cfg.ReplicaAckTimeout, cfg.ReplicaAckByDefault = AllReplicas, DefaultReplicaAckTimeout, true
+		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // AllReplicas, as Redisson does it
 	}
 	if cfg.Recheck < 0 {
 		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
@@ -200,7 +200,7 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 func (c *Client) Close() error { return c.c.Close() }
 
 // ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
-func (c *Client) ID() string { return c.c.ID() }
+func (c *Client) ID() string { return c.c.Value("client") }
 
 // Redis returns the underlying rueidis client.
 func (c *Client) Redis() rueidis.Client { return c.c.RDB() }

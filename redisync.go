@@ -24,7 +24,7 @@ import (
 // belong to that owner (one field in Redis); its goroutines still take turns at an exclusive lock,
 // and only the ctx of the innermost hold re-enters.
 func WithOwner(ctx context.Context) context.Context {
-	return core.WithOwnerID(ctx, core.NewOwnerID())
+	return core.WithNewOwner(ctx)
 }
 
 // OwnerID returns the owner that ctx carries, if any (Redisson's thread id: the second half of the

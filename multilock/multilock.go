@@ -108,7 +108,9 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 	if ctx == nil {
 		return nil, core.Invalid(multiKind, m.name, "nil context")
 	}
-	ctx, _ = core.EnsureOwner(ctx)
+	if _, ok := core.OwnerID(ctx); !ok {
+		ctx = core.WithNewOwner(ctx)
+	}
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)

@@ -108,7 +108,9 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (context.Cont
 	if ctx == nil {
 		return nil, core.Invalid(redKind, r.name, "nil context")
 	}
-	ctx, _ = core.EnsureOwner(ctx)
+	if _, ok := core.OwnerID(ctx); !ok {
+		ctx = core.WithNewOwner(ctx)
+	}
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)

@@ -98,7 +98,7 @@ func (l *Limiter) set(ctx context.Context, cfg Config, only string) (int64, erro
 	if err != nil {
 		return 0, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.keys[5] + args[5])
+	l.c.DeleteLater(l.keys[5] + args[5])
 	return n, nil
 }
 
@@ -151,6 +151,6 @@ func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.keys[5] + rid)
+	l.c.DeleteLater(l.keys[5] + rid)
 	return n == 1, nil
 }
