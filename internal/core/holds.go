@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -402,7 +403,7 @@ func (c *Client) loseHolds(key string, cause error) {
 	c.mu.Lock()
 	var all []*hold
 	for id, h := range c.holds { // rare (a forced unlock): a scan beats a second index
-		if id.key == key {
+		if id.key == key || strings.HasPrefix(id.key, key+"\x00") { // a group lock's values follow
 			all = append(all, h)
 		}
 	}

@@ -81,6 +81,12 @@ type LockOptions struct {
 	NonReentrant bool
 	Fenced       bool
 	Values       map[string]string // ARGV values by name, beyond the engine's (a fair lock's "slot")
+	// Tail is what the ARGV names "tail" (all of it, last) and "ntail" (how many) stand for: the
+	// values a group lock locks. Locks of one name with different tails are different locks.
+	Tail []string
+	// Backoff, when set, makes waiters spin: instead of waiting for notifications, a waiter sleeps
+	// between tries for what a policy, made by Backoff for each acquisition, says next.
+	Backoff func() func() time.Duration
 }
 
 // The scripts of a Spec, by slot.
@@ -113,8 +119,11 @@ const (
 
 var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued"}
 
-// The values a lock gives its scripts, before those of LockOptions.Values.
-var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window"}
+// The values a lock gives its scripts, before those of LockOptions.Values; "tail" stands for a list.
+var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window", "ntail", "tail"}
+
+// vTail is where "tail" stands in a lock's value table.
+const vTail = 8
 
 // specPlan is a Spec resolved once: where each script finds its KEYS and ARGV.
 type specPlan struct {
@@ -183,8 +192,11 @@ type Lock struct {
 	name     string
 	lease    time.Duration
 	fenced   bool
-	handOver bool     // releases may hand the lock to this Client's waiters
-	perOwner bool     // each owner waits on a channel of its own
+	handOver bool   // releases may hand the lock to this Client's waiters
+	perOwner bool   // each owner waits on a channel of its own
+	holdKey  string // what holds of it are recorded under: the name, and the tail if any
+	tail     []string
+	backoff  func() func() time.Duration
 	table    []string // the key table
 	keys     []string // each script's KEYS, at its plan's at
 	values   []string // the value table
@@ -207,8 +219,12 @@ func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
 	}
 	p := spec.resolve()
 	l := &Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, fenced: o.Fenced,
-		handOver: c.counts && slices.Contains(spec.Scripts["acquire"].Args(), "tag"),
-		perOwner: strings.HasSuffix(spec.Keys["channel"], ":")}
+		handOver: c.counts && o.Backoff == nil && slices.Contains(spec.Scripts["acquire"].Args(), "tag"),
+		perOwner: strings.HasSuffix(spec.Keys["channel"], ":"),
+		holdKey:  name, tail: o.Tail, backoff: o.Backoff}
+	if len(o.Tail) > 0 {
+		l.holdKey = name + "\x00" + strings.Join(o.Tail, "\x00")
+	}
 	forms := make([]string, len(p.keys))
 	forms[1] = "redisync_once:"
 	for i, k := range p.keys[2:] {
@@ -236,7 +252,8 @@ func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
 		}
 	}
 	l.values = make([]string, len(p.statics))
-	copy(l.values, []string{c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub"), c.id, window})
+	copy(l.values, []string{c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub"), c.id, window,
+		strconv.Itoa(len(o.Tail))})
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
 		if !ok {
@@ -268,12 +285,15 @@ func (l *Lock) keysOf(script int) []string {
 // argsOf returns script's ARGV for the call v.
 func (l *Lock) argsOf(script int, v *call) []string {
 	sp := &l.plan.scripts[script]
-	args := make([]string, len(sp.args))
-	for i, j := range sp.args {
-		if j < 0 {
-			args[i] = v[-1-j]
-		} else {
-			args[i] = l.values[j]
+	args := make([]string, 0, len(sp.args)+len(l.tail))
+	for _, j := range sp.args {
+		switch {
+		case j < 0:
+			args = append(args, v[-1-j])
+		case j == vTail:
+			args = append(args, l.tail...)
+		default:
+			args = append(args, l.values[j])
 		}
 	}
 	return args
@@ -287,17 +307,8 @@ func (l *Lock) field(owner int64) string { return numbered([]string{l.c.id}, own
 
 // renewal says how the watchdog renews the hold of field.
 func (l *Lock) renewal(field string) renewal {
-	sp := &l.plan.scripts[sRenew]
 	v := call{vField: field}
-	args := make([]string, len(sp.args))
-	for i, j := range sp.args {
-		if j < 0 {
-			args[i] = v[-1-j]
-		} else {
-			args[i] = l.values[j]
-		}
-	}
-	return renewal{script: sp.s, keys: l.keysOf(sRenew), args: args}
+	return renewal{script: l.plan.scripts[sRenew].s, keys: l.keysOf(sRenew), args: l.argsOf(sRenew, &v)}
 }
 
 // Lock waits without bound: see TryLock.
@@ -342,7 +353,9 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 	if w.lease == 0 {
 		w.lease = c.cfg.WatchdogTimeout
 	}
-	if wait != 0 {
+	if l.backoff != nil {
+		a.next = l.backoff() // spins: no channel, each try's wait is the policy's
+	} else if wait != 0 {
 		a.v[vWaits], w.Channel = "1", l.channel
 		if l.perOwner {
 			w.Channel += a.v[vOwner]
@@ -352,7 +365,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 		}
 	}
 	m := c.observe(l.spec.Kind, l.name, &w)
-	h, held, wait, err := c.enter(ctx, l, holdID{l.name, a.v[vField]}, owner, wait)
+	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, a.v[vField]}, owner, wait)
 	if err != nil {
 		m.done(err)
 		return nil, err
@@ -390,6 +403,7 @@ type attempt struct {
 	score int64       // of the record the last failed try left: a hand-over must come after it
 	count int64       // the owner's count once acquired
 	token int64
+	next  func() time.Duration // a spinning waiter's back-off policy
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -422,6 +436,8 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 		if a.v[vLinger] != "" {
 			c.listed(l.clients, sent, pubsub.Linger/2)
 		}
+	case a.next != nil && err == nil && !t.refused:
+		t.retryIn = a.next()
 	case t.refused && l.spec.Refused != nil:
 		err = l.spec.Refused
 	case t.refused:
@@ -550,7 +566,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	v := call{vOwner: numbered([]string{l.c.id}, owner)}
 	v[vField] = v[vOwner] + l.spec.Suffix
-	err := l.c.release(ctx, holdID{l.name, v[vField]}, func(held int, rid string, resent bool) (int64, error) {
+	err := l.c.release(ctx, holdID{l.holdKey, v[vField]}, func(held int, rid string, resent bool) (int64, error) {
 		v[vHeld], v[vRid] = strconv.Itoa(held), rid
 		return l.sendRelease(ctx, &v, resent)
 	})
