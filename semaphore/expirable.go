@@ -30,14 +30,8 @@ const MaxAcquire = 1 << 16
 // The semaphore has a number of permits in all (Permits): those available plus those acquired.
 // Expiry is checked by every operation, by the server's clock: a permit whose lease has ended counts
 // as available from then on, whoever asks, and the operation that finds it announces it to waiters.
-// A waiter tries again when permits are released, and when the earliest lease it was told of ends; a
-// shorter lease taken after it parked is seen at the Client's recheck interval at the latest
-// (redisync.WithRecheckInterval).
-//
-// Acquired permits end with the pool they were taken from: when the semaphore's key ends (Delete,
-// a TTL, or any other removal), they return into no pool, not even one set anew under the same name,
-// and releasing them answers redisync.ErrNotHeld. Acquire gives the permits the key's TTL, as
-// Redisson does.
+// A waiter tries again when permits are released, and when the earliest lease it was told of ends.
+// Acquired permits end with the pool they were taken from (see the package doc).
 type Expirable struct {
 	c       *core.Client
 	name    string

@@ -21,6 +21,12 @@
 // TrySetPermitsTTL or Expire gave it ends; then it is unset, as if never set. Permits acquired before
 // do not follow it: ReleaseIfExists will not set the semaphore anew, and an Expirable's permits end
 // with it.
+//
+// An Expirable's waiter that parked before a shorter lease was taken sees it at the Client's recheck
+// interval at the latest (redisync.WithRecheckInterval). Its acquired permits end with the pool they
+// were taken from: when the semaphore's key ends (Delete, a TTL, or any other removal), they return
+// into no pool, not even one set anew under the same name, and releasing them answers
+// redisync.ErrNotHeld. Acquire gives the permits the key's TTL, as Redisson does.
 package semaphore
 
 import (

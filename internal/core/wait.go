@@ -72,26 +72,25 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 	return token, true
 }
 
-// Acquire tries w.Tries until a try succeeds (kind and name say what for, in events), the wait bound passes (ErrNotAcquired), ctx ends, or the
-// client is closed. wait < 0 means no bound but ctx; wait == 0 means a single try. The wait bound
-// counts from the call.
-//
-// Between tries it waits for a release notification, the holder's remaining lease, or the recheck
-// interval, whichever comes first: notifications make the handoff prompt, the bound makes a lost
-// notification cheap, and a try made at the recheck at the latest reports an error when the server
-// has gone, even while the channels cannot be subscribed. It subscribes before the second try, so a
-// release between the two is seen.
+// How a wait goes. Between tries a waiter waits for a release notification, the holder's remaining
+// lease, or the recheck interval, whichever comes first: notifications make the handoff prompt, the
+// bound makes a lost notification cheap, and a try made at the recheck at the latest reports an error
+// when the server has gone, even while the channels cannot be subscribed. It subscribes before the
+// second try, so a release between the two is seen.
 //
 // Tries run on a ctx that is not cancelled with the caller's: a command cancelled in flight may still
 // run on the server, and an acquisition must never be left behind unknown. A try runs on the caller's
 // goroutine, so that an uncontended acquisition costs no more than its command, unless ctx has a
 // deadline, or the wait a bound, that a stalled server could make the try overrun (closer than
-// Config.StallBound): then it runs apart, and Acquire returns at ctx's deadline, or Overtime after the
-// wait bound (a try sent at the bound gets that long to be answered). Either way, when ctx has ended
-// or the wait has been given up by the time a try acquires, Undo gives the acquisition back; a
-// cancellation during a try is seen when the try returns. A try is sent exactly once (see once.go):
-// one whose answer never comes, however often it is sent again, ends the wait with the connection's
-// error, and Undo gives back whatever Redis may have acquired for it. It returns the start time of the
+// RetryBound and Config.StallBound): then it runs apart, and the wait returns at ctx's deadline, or
+// Overtime after the wait bound (a try sent at the bound gets that long to be answered). Either way,
+// when ctx has ended or the wait has been given up by the time a try acquires, Undo gives the
+// acquisition back. A try is sent exactly once (see once.go): one whose answer never comes ends the
+// wait with the connection's error, and Undo gives back whatever Redis may have acquired for it.
+
+// Acquire tries w.Tries until a try succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or
+// the client is closed; kind and name say what for, in events. wait < 0 means no bound but ctx; wait
+// == 0 means a single try. The wait bound counts from the call. It returns the start time of the
 // successful try.
 func (c *Client) Acquire(ctx context.Context, kind, name string, wait time.Duration, w Wait) (time.Time, error) {
 	m := c.observe(kind, name, &w)
