@@ -51,6 +51,16 @@ func TestReplicaAckWithoutReplicas(t *testing.T) {
 				t.Fatalf("%s: left locked after a failed acknowledgement (%v, %v)", name, locked, err)
 			}
 		}
+		// A try that does not acquire writes nothing a failover could lose that matters: it is a
+		// failed try, and the wait goes on (one held elsewhere until the bound: ErrNotAcquired).
+		other := tg.Client(t, redisync.WithoutReplicaAck())
+		held := mustLock(t, newLock(t, other, "ack-none-held"))
+		if _, err := newLock(t, strict, "ack-none-held").TryLock(context.Background(), 200*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+			t.Fatalf("a held lock: %v, want ErrNotAcquired", err)
+		}
+		if err := newLock(t, other, "ack-none-held").Unlock(held); err != nil {
+			t.Fatal(err)
+		}
 		s, _ := semaphore.New(strict, "ack-none-sem")
 		s.TrySetPermits(context.Background(), 1)
 		t.Cleanup(func() { testkit.Do(t, tg.Redis(t), "DEL", "ack-none-sem") })

@@ -425,12 +425,12 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.argsOf(script, &a.v))
 	t, err := readTry(reply)
-	if err == nil {
-		err = notReplicated // Acquire gives back an acquisition that was not replicated
-	}
 	switch {
 	case t.acquired:
 		a.count, a.token = t.count, t.token
+		if err == nil {
+			err = notReplicated // Acquire gives back an acquisition that was not replicated
+		}
 	case t.recorded:
 		a.v[vRecorded], a.score = "1", t.score // the try that acquires removes the record
 		if a.v[vLinger] != "" {

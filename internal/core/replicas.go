@@ -180,6 +180,9 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if c.cfg.ReplicaAck < 0 {
 		want, need = ri.replicas, min(ri.replicas, 1)
 	}
+	if want == 0 && !ri.waitAOF {
+		return s.Exec(ctx, c.rdb, keys, args) // nothing to wait for: a master without replicas
+	}
 	timeout := max(c.cfg.ReplicaAckTimeout.Milliseconds(), 1)
 	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}
 	if want > 0 {
@@ -187,9 +190,6 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	}
 	if ri.waitAOF {
 		cmds = append(cmds, withSlot(c.rdb.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(timeout).Build(), key))
-	}
-	if len(cmds) == 1 {
-		return s.Exec(ctx, c.rdb, keys, args)
 	}
 	res := c.rdb.DoMulti(ctx, cmds...)
 	if res[0].Error() != nil {
