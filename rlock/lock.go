@@ -49,7 +49,10 @@ var spec = &core.Spec{
 
 // Lock is a distributed reentrant lock on one name. It is cheap to create and safe for concurrent use;
 // two Lock values with the same name on the same Client are the same lock.
-type Lock struct{ l *core.Lock }
+type Lock struct {
+	l core.Lock
+	o options
+}
 
 // Option configures a Lock.
 type Option func(*options)
@@ -74,15 +77,14 @@ func WithFencing() Option { return func(o *options) { o.Fenced = true } }
 
 // New returns the lock called name.
 func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
-	var o options
+	l := new(Lock) // the options too: one allocation
 	for _, opt := range opts {
-		opt(&o)
+		opt(&l.o)
 	}
-	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
-	if err != nil {
+	if err := l.l.Init(core.Of(c), spec, name, l.o.LockOptions); err != nil {
 		return nil, err
 	}
-	return &Lock{l}, nil
+	return l, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.

@@ -132,7 +132,7 @@ func (h *hold) ended(all []*acq, cause error) {
 		return
 	}
 	if !errors.Is(cause, ErrClosed) {
-		h.c.cfg.logger().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.id.field, "cause", cause)
+		h.c.cfg.logger().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.field, "cause", cause)
 	}
 	if h.c.observed() {
 		h.c.emit(event{kind: evLost, primitive: h.kind, name: h.name, held: since(all[0].at), cause: cause, ended: len(all)})

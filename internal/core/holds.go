@@ -24,13 +24,19 @@ import (
 // exactly how many acquisitions Redis counts for the owner (held), and a call sent again after a lost
 // answer tells by that count whether the first send acted (see once.go).
 
-// holdID names one owner's hold on one object: the object's main key and the owner's field.
-type holdID struct{ key, field string }
+// holdID names one owner's hold on one object: the object's main key, the owner, and what follows
+// the owner in its field (Spec.Suffix).
+type holdID struct {
+	key    string
+	owner  int64
+	suffix string
+}
 
 // hold is this client's record of one owner's hold on one object.
 type hold struct {
 	c      *Client
 	id     holdID
+	field  string // the owner's field in the object
 	kind   string
 	name   string
 	owner  int64
@@ -45,6 +51,8 @@ type hold struct {
 	pending int     // acquisitions entered and not yet ended
 	watched int     // acquisitions held or in flight that the watchdog keeps
 	entry   *entry  // watchdog registration, nil when none
+	entry0  entry   // the first registration, in the same allocation (never reused: a round may hold it)
+	used0   bool
 	turn    chan struct{}
 }
 
@@ -90,25 +98,42 @@ func acqIn(ctx context.Context, c *Client, id holdID) *acq {
 }
 
 // heldCtx is the ctx an acquisition hands out: it carries the acquisition, and its being dropped
-// without Unlock is how an abandoned hold is noticed.
+// without Unlock is how an abandoned hold is noticed. It carries the owner too when its parent does
+// not (a fresh owner), and holds its own detached view (see detach): both without an allocation.
 type heldCtx struct {
 	context.Context
-	a *acq
+	a        *acq
+	owner    ownerCtx
+	detached detachedCtx
 }
 
 func (x *heldCtx) Value(key any) any {
-	if _, ok := key.(holdsKey); ok {
+	switch key.(type) {
+	case holdsKey:
 		return x
+	case ownerKey:
+		if x.owner.id != 0 {
+			return &x.owner
+		}
 	}
 	return x.Context.Value(key)
 }
+
+// detachedCtx is its ctx's values without its cancellation, as context.WithoutCancel.
+type detachedCtx struct{ ctx context.Context }
+
+func (detachedCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (detachedCtx) Done() <-chan struct{}       { return nil }
+func (detachedCtx) Err() error                  { return nil }
+func (d *detachedCtx) Value(key any) any        { return d.ctx.Value(key) }
+func (d *detachedCtx) String() string           { return fmt.Sprintf("%v.WithoutCancel", d.ctx) }
 
 func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Context, x.a.h.id.key) }
 
 // enter waits until an acquisition of id through ctx may be sent, and books it: it returns the hold,
 // how many acquisitions Redis counts for the owner before this one, and what is left of wait. watched:
 // the watchdog keeps it, and is registered before anything is sent, so that no renewal is missed.
-func (c *Client) enter(ctx context.Context, l *Lock, id holdID, owner int64, wait time.Duration) (*hold, int, time.Duration, error) {
+func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Duration) (*hold, int, time.Duration, error) {
 	outer := acqIn(ctx, c, id)
 	var deadline time.Time
 	var timeout <-chan time.Time
@@ -120,7 +145,8 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, owner int64, wai
 		}
 		h := c.holds[id]
 		if h == nil {
-			h = &hold{c: c, id: id, owner: owner, kind: l.spec.Kind, name: l.name, shared: l.spec.Shared, renew: l.renewal(id.field)}
+			field := l.field(id.owner)
+			h = &hold{c: c, id: id, field: field, owner: id.owner, kind: l.spec.Kind, name: l.name, shared: l.spec.Shared, renew: l.renewal(field)}
 			h.stack = h.stack0[:0]
 			c.holds[id] = h
 		}
@@ -132,7 +158,7 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, owner int64, wai
 			if l.lease == 0 {
 				h.watched++
 				if h.entry == nil {
-					h.entry = c.watchdog.add(h.renew, h)
+					h.register()
 				}
 			}
 			held := h.held()
@@ -223,6 +249,15 @@ func (h *hold) abort(watched bool) {
 	h.forgetIfIdle()
 }
 
+// register registers the hold's renewal with the watchdog. h.mu is held.
+func (h *hold) register() {
+	var e *entry
+	if !h.used0 {
+		e, h.used0 = &h.entry0, true
+	}
+	h.entry = h.c.watchdog.add(e, h.renew, h)
+}
+
 // unwatch drops one acquisition kept by the watchdog, and the renewal with the last. h.mu is held.
 func (h *hold) unwatch() {
 	if h.watched--; h.watched == 0 && h.entry != nil {
@@ -233,7 +268,7 @@ func (h *hold) unwatch() {
 
 // commit records a successful acquisition whose command was sent at start; lease > 0 is a fixed
 // lease, whose end (less Drift) is the returned ctx's deadline.
-func (h *hold) commit(parent context.Context, lease time.Duration, start time.Time) context.Context {
+func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start time.Time, fresh bool) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	if lease > 0 {
 		var stop context.CancelFunc
@@ -242,20 +277,24 @@ func (h *hold) commit(parent context.Context, lease time.Duration, start time.Ti
 		inner := cancel
 		cancel = func(cause error) { inner(cause); stop() }
 	}
-	a := &acq{h: h, cancel: cancel, watched: lease == 0}
+	a.h, a.cancel, a.watched = h, cancel, lease == 0
 	h.stamp(a)
 	h.mu.Lock()
 	h.pending--
 	h.stack = append(h.stack, a)
 	if a.watched {
 		if h.entry == nil { // the hold was lost while this acquisition was in flight
-			h.entry = h.c.watchdog.add(h.renew, h)
+			h.register()
 		}
 		h.c.watchdog.confirm(h.entry, start)
 	}
 	h.settled()
 	h.mu.Unlock()
-	held := &heldCtx{ctx, a}
+	held := &heldCtx{Context: ctx, a: a}
+	held.detached.ctx = held
+	if fresh {
+		held.owner.id = h.owner
+	}
 	runtime.AddCleanup(held, abandoned, a)
 	return held
 }
@@ -269,7 +308,7 @@ func (h *hold) commit(parent context.Context, lease time.Duration, start time.Ti
 // When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a renewal
 // must never outlive the release. If send fails for another reason the hold is left as it was,
 // renewal included, so that the caller may try again.
-func (c *Client) release(ctx context.Context, id holdID, send func(held int, rid string, resent bool) (int64, error)) error {
+func (c *Client) release(ctx context.Context, id holdID, send func(field string, held int, rid string, resent bool) (int64, error)) error {
 	a := acqIn(ctx, c, id)
 	c.mu.Lock()
 	h := c.holds[id]
@@ -280,7 +319,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int, rid
 	if h == nil || (a != nil && a.h != h) {
 		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
 		// one that was lost: Redis says what is left, and the release clears it.
-		_, err := send(0, c.RequestID(), false)
+		_, err := send("", 0, c.RequestID(), false)
 		return err
 	}
 	if a == nil {
@@ -322,7 +361,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int, rid
 	}
 	h.mu.Unlock()
 
-	remaining, err := send(held, a.rid, resent)
+	remaining, err := send(h.field, held, a.rid, resent)
 	switch {
 	case err == nil:
 		a.released.Store(true)
@@ -462,7 +501,7 @@ func abandoned(a *acq) {
 	}
 	h.abandonedEvent(a, freeze)
 	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
-		"kind", h.kind, "name", h.name, "owner", h.id.field, "holds_left_here", left)
+		"kind", h.kind, "name", h.name, "owner", h.field, "holds_left_here", left)
 }
 
 // forgetIfIdle drops the record once nothing is held or in flight.

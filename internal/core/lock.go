@@ -131,6 +131,11 @@ type specPlan struct {
 	statics []string // names of the values a lock gives, in the order of its value table
 	scripts [nScripts]scriptPlan
 	nKeys   int // KEYS of every script together
+	// The forms of the key table's side keys (from "memo" on), and the same with the "wake" form again
+	// last; where "wake", "clients" and "channel" are in the table (-1: nowhere).
+	forms, formsWake       []string
+	wake, clients, channel int
+	tagged                 bool // the acquire script takes a "tag": releases hand over
 }
 
 type scriptPlan struct {
@@ -180,6 +185,15 @@ func (s *Spec) resolve() *specPlan {
 		if p.scripts[sTry].s == nil {
 			p.scripts[sTry] = p.scripts[sAcquire]
 		}
+		p.forms = []string{"redisync_once:"}
+		for _, k := range p.keys[2:] {
+			p.forms = append(p.forms, s.Keys[k])
+		}
+		p.tagged = slices.Contains(s.Scripts["acquire"].Args(), "tag")
+		p.wake, p.clients, p.channel = slices.Index(p.keys, "wake"), slices.Index(p.keys, "clients"), slices.Index(p.keys, "channel")
+		if p.wake >= 0 {
+			p.formsWake = append(slices.Clone(p.forms), s.Keys["wake"])
+		}
 	})
 	return &s.plan
 }
@@ -207,61 +221,72 @@ type Lock struct {
 
 // NewLock returns the lock of spec on name, which it checks and maps (Client.Name).
 func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
-	name, err := c.Name(spec.Kind, name)
-	if err != nil {
+	l := new(Lock)
+	if err := l.Init(c, spec, name, o); err != nil {
 		return nil, err
 	}
+	return l, nil
+}
+
+// Init makes l the lock of spec on name, as NewLock does, for a primitive that keeps its Lock in
+// an allocation of its own.
+func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
+	name, err := c.Name(spec.Kind, name)
+	if err != nil {
+		return err
+	}
 	if o.Lease < 0 {
-		return nil, Invalid(spec.Kind, name, "negative lease %v", o.Lease)
+		return Invalid(spec.Kind, name, "negative lease %v", o.Lease)
 	}
 	if o.Lease > 0 && o.Lease < time.Millisecond {
-		return nil, Invalid(spec.Kind, name, "lease %v is below Redis's millisecond resolution", o.Lease)
+		return Invalid(spec.Kind, name, "lease %v is below Redis's millisecond resolution", o.Lease)
 	}
 	p := spec.resolve()
-	l := &Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, fenced: o.Fenced,
-		handOver: c.counts && o.Backoff == nil && slices.Contains(spec.Scripts["acquire"].Args(), "tag"),
+	*l = Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, fenced: o.Fenced,
+		handOver: c.counts && o.Backoff == nil && p.tagged,
 		perOwner: strings.HasSuffix(spec.Keys["channel"], ":"),
 		holdKey:  name, tail: o.Tail, backoff: o.Backoff}
 	if len(o.Tail) > 0 {
 		l.holdKey = name + "\x00" + strings.Join(o.Tail, "\x00")
 	}
-	forms := make([]string, len(p.keys))
-	forms[1] = "redisync_once:"
-	for i, k := range p.keys[2:] {
-		forms[2+i] = spec.Keys[k]
+	// One allocation for the key table, every script's KEYS and the value table, and one string for
+	// all the side keys: a lock made per request costs little.
+	nt := len(p.keys)
+	buf := make([]string, nt+1+p.nKeys+len(p.statics))
+	l.table, l.keys, l.values = buf[:nt:nt], buf[nt+1:nt+1+p.nKeys:nt+1+p.nKeys], buf[nt+1+p.nKeys:]
+	l.table[0] = name
+	if l.handOver && p.wake >= 0 {
+		// The wake channel's prefix once more, then this Client's id: the Client's wake channel.
+		c.Names().sideKeys(buf[1:nt+1], name, p.formsWake, c.id)
+		l.wake = buf[nt]
+	} else {
+		c.Names().sideKeys(buf[1:nt], name, p.forms, "")
 	}
-	l.table = c.SideKeys(name, forms[1:]...)
-	l.table = append([]string{name}, l.table...)
-	l.keys = make([]string, p.nKeys)
 	for _, sp := range p.scripts {
 		for i, j := range sp.keys {
 			l.keys[sp.at+i] = l.table[j]
 		}
 	}
-	if i := slices.Index(p.keys, "clients"); i >= 0 {
-		l.clients = l.table[i]
+	if p.clients >= 0 {
+		l.clients = l.table[p.clients]
 	}
-	if i := slices.Index(p.keys, "channel"); i >= 0 {
-		l.channel = l.table[i]
+	if p.channel >= 0 {
+		l.channel = l.table[p.channel]
 	}
 	window := "0"
 	if l.handOver {
 		window = c.windowMs
-		if i := slices.Index(p.keys, "wake"); i >= 0 {
-			l.wake = l.table[i] + c.id
-		}
 	}
-	l.values = make([]string, len(p.statics))
-	copy(l.values, []string{c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub"), c.id, window,
-		strconv.Itoa(len(o.Tail))})
+	l.values[0], l.values[1], l.values[2], l.values[3] = c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish
+	l.values[4], l.values[5], l.values[6], l.values[7] = c.Value("numsub"), c.id, window, strconv.Itoa(len(o.Tail))
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
 		if !ok {
-			return nil, Invalid(spec.Kind, name, "no value for the scripts' %q", name)
+			return Invalid(spec.Kind, name, "no value for the scripts' %q", name)
 		}
 		l.values[len(lockValNames)+i] = v
 	}
-	return l, nil
+	return nil
 }
 
 // object names one object of one Client (Spec.Around).
@@ -284,19 +309,22 @@ func (l *Lock) keysOf(script int) []string {
 
 // argsOf returns script's ARGV for the call v.
 func (l *Lock) argsOf(script int, v *call) []string {
-	sp := &l.plan.scripts[script]
-	args := make([]string, 0, len(sp.args)+len(l.tail))
-	for _, j := range sp.args {
+	return l.appendArgs(make([]string, 0, len(l.plan.scripts[script].args)+len(l.tail)), script, v)
+}
+
+// appendArgs appends script's ARGV for the call v to dst.
+func (l *Lock) appendArgs(dst []string, script int, v *call) []string {
+	for _, j := range l.plan.scripts[script].args {
 		switch {
 		case j < 0:
-			args = append(args, v[-1-j])
+			dst = append(dst, v[-1-j])
 		case j == vTail:
-			args = append(args, l.tail...)
+			dst = append(dst, l.tail...)
 		default:
-			args = append(args, l.values[j])
+			dst = append(dst, l.values[j])
 		}
 	}
-	return args
+	return dst
 }
 
 // memo returns the key of the memo of the call with request id rid.
@@ -307,8 +335,7 @@ func (l *Lock) field(owner int64) string { return numbered([]string{l.c.id}, own
 
 // renewal says how the watchdog renews the hold of field.
 func (l *Lock) renewal(field string) renewal {
-	v := call{vField: field}
-	return renewal{script: l.plan.scripts[sRenew].s, keys: l.keysOf(sRenew), args: l.argsOf(sRenew, &v)}
+	return renewal{script: l.plan.scripts[sRenew].s, keys: l.keysOf(sRenew), l: l, field: field}
 }
 
 // Lock waits without bound: see TryLock.
@@ -327,12 +354,19 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	if ctx == nil {
 		return nil, Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	ctx, owner := ensureOwner(ctx)
+	owner, carried := OwnerID(ctx)
+	if !carried {
+		// A fresh owner, which the hold's ctx carries; Around may need it in ctx already.
+		owner = lastOwner.Add(1)
+		if l.spec.Around != nil {
+			ctx, carried = withOwnerID(ctx, owner), true
+		}
+	}
 	parent, done := ctx, (func(context.Context, error) context.Context)(nil)
 	if l.spec.Around != nil {
 		parent, done = l.spec.Around(ctx, object{l.c, l.name})
 	}
-	held, err := l.hold(ctx, parent, owner, wait)
+	held, err := l.hold(ctx, parent, owner, !carried, wait)
 	if done != nil {
 		held = done(held, err)
 	}
@@ -343,12 +377,10 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 }
 
 // hold acquires a hold for owner, through ctx (which may carry the owner's outer holds), and derives
-// its ctx from parent.
-func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration) (context.Context, error) {
+// its ctx from parent; fresh: neither carries the owner, and the hold's ctx must.
+func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait time.Duration) (context.Context, error) {
 	c := l.c
 	a := &attempt{l: l}
-	a.v[vOwner] = numbered([]string{c.id}, owner)
-	a.v[vField] = a.v[vOwner] + l.spec.Suffix
 	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, lease: l.lease}
 	if w.lease == 0 {
 		w.lease = c.cfg.WatchdogTimeout
@@ -356,19 +388,23 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 	if l.backoff != nil {
 		a.next = l.backoff() // spins: no channel, each try's wait is the policy's
 	} else if wait != 0 {
-		a.v[vWaits], w.Channel = "1", l.channel
-		if l.perOwner {
-			w.Channel += a.v[vOwner]
-		}
+		a.v[vWaits] = "1"
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
 		}
 	}
 	m := c.observe(l.spec.Kind, l.name, &w)
-	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, a.v[vField]}, owner, wait)
+	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, owner, l.spec.Suffix}, wait)
 	if err != nil {
 		m.done(err)
 		return nil, err
+	}
+	a.v[vField], a.v[vOwner] = h.field, h.field[:len(h.field)-len(l.spec.Suffix)]
+	if a.v[vWaits] == "1" {
+		w.Channel = l.channel
+		if l.perOwner {
+			w.Channel += a.v[vOwner]
+		}
 	}
 	a.h, a.held = h, held
 	a.v[vHeld] = strconv.Itoa(held)
@@ -385,7 +421,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 	if a.count != int64(held)+1 {
 		c.DeleteLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
 	}
-	heldCtx := h.commit(parent, l.lease, start)
+	heldCtx := h.commit(parent, &a.acq, l.lease, start, fresh)
 	m.done(nil)
 	if l.fenced {
 		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
@@ -395,6 +431,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 
 // attempt is one acquisition under way: its tries, and its record when it waits.
 type attempt struct {
+	acq   acq // what the hold records once acquired, in the same allocation
 	l     *Lock
 	h     *hold
 	held  int // what Redis counted for the owner before it
@@ -423,7 +460,8 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 			a.v[vLinger] = lingerMs
 		}
 	}
-	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.argsOf(script, &a.v))
+	var buf [16]string // Send copies what it keeps: the args stay on the stack
+	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
 	t, err := readTry(reply)
 	switch {
 	case t.acquired:
@@ -551,7 +589,7 @@ func readTry(reply rueidis.RedisResult) (lockTry, error) {
 	case res[0] == 0 && len(arr) >= 2:
 		return lockTry{retryIn: retryIn(res[1]), score: res[2], recorded: len(arr) == 3}, nil
 	}
-	return lockTry{}, fmt.Errorf("redisync: unexpected reply %v", res[:len(arr)])
+	return lockTry{}, fmt.Errorf("redisync: unexpected reply %v", slices.Clone(res[:len(arr)])) // res stays on the stack
 }
 
 // Unlock releases the hold that ctx carries. A ctx without an owner holds nothing. It releases even
@@ -564,10 +602,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if !ok {
 		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
 	}
-	v := call{vOwner: numbered([]string{l.c.id}, owner)}
-	v[vField] = v[vOwner] + l.spec.Suffix
-	err := l.c.release(ctx, holdID{l.holdKey, v[vField]}, func(held int, rid string, resent bool) (int64, error) {
-		v[vHeld], v[vRid] = strconv.Itoa(held), rid
+	var v call
+	err := l.c.release(ctx, holdID{l.holdKey, owner, l.spec.Suffix}, func(field string, held int, rid string, resent bool) (int64, error) {
+		if field == "" {
+			field = l.field(owner) // a hold this client keeps no record of
+		}
+		v[vField], v[vOwner], v[vHeld], v[vRid] = field, field[:len(field)-len(l.spec.Suffix)], strconv.Itoa(held), rid
 		return l.sendRelease(ctx, &v, resent)
 	})
 	if err != nil {
@@ -583,7 +623,8 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 	if resent {
 		s = s.Resent()
 	}
-	res := l.c.Send(detach(ctx), s, l.keysOf(sRelease), l.argsOf(sRelease, v))
+	var buf [16]string
+	res := l.c.Send(detach(ctx), s, l.keysOf(sRelease), l.appendArgs(buf[:0], sRelease, v))
 	n, err := res.AsInt64()
 	switch {
 	case err != nil:

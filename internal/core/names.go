@@ -31,18 +31,20 @@ func (c *Client) Names() Names { return Names{Cluster: c.cluster} }
 // from one string, so that a primitive built per request (a lock per order id, say) pays one
 // allocation for all its names.
 func (c *Client) SideKeys(name string, forms ...string) []string {
-	return c.Names().sideKeys(name, forms)
+	return c.Names().sideKeys(make([]string, len(forms)), name, forms, "")
 }
 
-func (n Names) sideKeys(name string, forms []string) []string {
+// sideKeys fills keys with the side keys of name by forms, cut from one string; the last one has
+// tail appended.
+func (n Names) sideKeys(keys []string, name string, forms []string, tail string) []string {
 	redisson := n.redisson(name)
 	var b strings.Builder
-	size := 0
+	size := len(tail)
 	for _, f := range forms {
 		size += len(f) + len(name) + 8
 	}
 	b.Grow(size)
-	var buf [8]int
+	var buf [12]int
 	ends := buf[:0]
 	if len(forms) > len(buf) {
 		ends = make([]int, 0, len(forms))
@@ -50,7 +52,7 @@ func (n Names) sideKeys(name string, forms []string) []string {
 	for _, f := range forms {
 		switch {
 		case strings.HasPrefix(f, ":"):
-			b.WriteString(suffixed(name, f[1:], redisson))
+			writeSuffixed(&b, name, f[1:], redisson)
 		case strings.HasSuffix(f, ":"):
 			writePrefixed(&b, f[:len(f)-1], name, redisson)
 			b.WriteByte(':')
@@ -59,8 +61,11 @@ func (n Names) sideKeys(name string, forms []string) []string {
 		}
 		ends = append(ends, b.Len())
 	}
+	b.WriteString(tail)
 	all := b.String()
-	keys := make([]string, len(forms))
+	if len(ends) > 0 {
+		ends[len(ends)-1] = len(all)
+	}
 	start := 0
 	for i, end := range ends {
 		keys[i], start = all[start:end], end
@@ -77,7 +82,9 @@ func (n Names) Prefixed(prefix, name string) string {
 
 // Suffixed returns the side key or channel "{name}:suffix" (see above for the exact rule).
 func (n Names) Suffixed(name, suffix string) string {
-	return suffixed(name, suffix, n.redisson(name))
+	var b strings.Builder
+	writeSuffixed(&b, name, suffix, n.redisson(name))
+	return b.String()
 }
 
 // Braced returns the channel prefix + "{" + name + "}", braces added whatever name holds (the
@@ -121,15 +128,22 @@ func writePrefixed(b *strings.Builder, prefix, name string, redisson bool) {
 	b.WriteString(name)
 }
 
-func suffixed(name, suffix string, redisson bool) string {
+func writeSuffixed(b *strings.Builder, name, suffix string, redisson bool) {
 	switch {
 	case redisson && strings.IndexByte(name, '{') >= 0:
-		return name + ":" + suffix
+		b.WriteString(name)
 	case redisson, !strings.Contains(name, "}"):
-		return "{" + name + "}:" + suffix
+		b.WriteString("{")
+		b.WriteString(name)
+		b.WriteString("}")
 	default:
-		return "{" + slotTag(Slot(name)) + "}:" + name + ":" + suffix
+		b.WriteString("{")
+		b.WriteString(slotTag(Slot(name)))
+		b.WriteString("}:")
+		b.WriteString(name)
 	}
+	b.WriteString(":")
+	b.WriteString(suffix)
 }
 
 // hasTag reports whether Redis Cluster hashes name by a tag: a '{' followed later by a '}' with at least

@@ -58,7 +58,10 @@ func FuzzNames(f *testing.F) {
 		}
 		type pair struct{ got, redisson string }
 		for _, n := range []Names{{}, {Cluster: true}} {
-			side := n.sideKeys(name, []string{"redisson_lock_queue", "redisson_lock_timeout"})
+			side := n.sideKeys(make([]string, 3), name, []string{"redisson_lock_queue", "redisson_lock_timeout", ":timeout"}, "7")
+			if want := n.Suffixed(name, "timeout") + "7"; side[2] != want {
+				t.Fatalf("name %q: a side key with a tail %q, want %q", name, side[2], want)
+			}
 			for _, p := range []pair{
 				{n.Prefixed("redisson_lock__channel", name), redissonPrefixed("redisson_lock__channel", name)},
 				{n.Prefixed("redisson_lock_token", name), redissonPrefixed("redisson_lock_token", name)},

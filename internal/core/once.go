@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -58,8 +59,10 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 	if ctx.Done() == nil {
 		return c.send(ctx, s, keys, args, acquires, RetryBound)
 	}
+	// The call may outlive this one: it gets copies, so that callers may pass buffers of their own.
+	k, a := slices.Clone(keys), slices.Clone(args)
 	done := make(chan rueidis.RedisResult, 1)
-	if !c.background(func() { done <- c.send(context.WithoutCancel(ctx), s, keys, args, acquires, RetryBound) }) {
+	if !c.background(func() { done <- c.send(context.WithoutCancel(ctx), s, k, a, acquires, RetryBound) }) {
 		return rueidis.NewErrorResult(ErrClosed)
 	}
 	select {

@@ -25,6 +25,12 @@ func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.Redis
 // detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot
 // be cancelled anyway, which spares an allocation on the common path.
 func detach(ctx context.Context) context.Context {
+	switch x := ctx.(type) {
+	case *heldCtx:
+		return &x.detached
+	case *detachedCtx:
+		return x
+	}
 	if ctx.Done() == nil {
 		return ctx
 	}

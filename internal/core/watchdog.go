@@ -20,6 +20,18 @@ import (
 type renewal struct {
 	script     *lua.Script
 	keys, args []string
+	// l and field, when l is set, give the args instead: a lock's, built only when a round renews.
+	l     *Lock
+	field string
+}
+
+// appendArgs appends the renewal's args to dst.
+func (r *renewal) appendArgs(dst []string) []string {
+	if r.l == nil {
+		return append(dst, r.args...)
+	}
+	v := call{vField: r.field}
+	return r.l.appendArgs(dst, sRenew, &v)
 }
 
 // maxBatch bounds the holds renewed by one script call, so that one call never blocks the server long.
@@ -72,8 +84,12 @@ type lostFunc func(error)
 
 func (f lostFunc) lost(err error) { f(err) }
 
-func (w *watchdog) add(spec renewal, lost loser) *entry {
-	e := &entry{spec: spec, lost: lost}
+// add registers the renewal spec of a hold, in e unless it is nil.
+func (w *watchdog) add(e *entry, spec renewal, lost loser) *entry {
+	if e == nil {
+		e = new(entry)
+	}
+	*e = entry{spec: spec, lost: lost}
 	if w.cluster && len(spec.keys) > 0 {
 		e.slot = Slot(spec.keys[0])
 	}
@@ -247,11 +263,11 @@ func (w *watchdog) renew(ctx context.Context) {
 
 func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry) {
 	keys := make([]string, 0, len(batch)*len(batch[0].spec.keys))
-	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.args))
+	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.keys))
 	args[0] = ttl
 	for _, e := range batch {
 		keys = append(keys, e.spec.keys...)
-		args = append(args, e.spec.args...)
+		args = e.spec.appendArgs(args)
 	}
 	// A renewal is idempotent: after a connection failure (a restart breaks every pipelined
 	// connection once) send re-sends it at once, within the round. The lease counts from the send

@@ -52,7 +52,7 @@ func TestWatchdogBatches(t *testing.T) {
 			defer w.close()
 			for i := 0; i < holds; i++ {
 				key := "lock-" + strconv.Itoa(i)
-				e := w.add(renewal{script: script, keys: []string{key}, args: []string{"owner"}}, lostFunc(func(error) {}))
+				e := w.add(nil, renewal{script: script, keys: []string{key}, args: []string{"owner"}}, lostFunc(func(error) {}))
 				w.confirm(e, time.Now())
 			}
 			w.renew(context.Background())

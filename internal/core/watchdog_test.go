@@ -29,12 +29,12 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("extend.lua", "rlock_renew.lua")
-		other := w.add(renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}))
+		other := w.add(nil, renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}))
 		w.confirm(other, time.Now())
 
 		lost := make(chan time.Time, 1)
 		var cause error
-		e := w.add(renewal{script: script, keys: []string{"late"}, args: []string{"o"}}, lostFunc(func(err error) {
+		e := w.add(nil, renewal{script: script, keys: []string{"late"}, args: []string{"o"}}, lostFunc(func(err error) {
 			cause = err
 			lost <- time.Now()
 		}))
