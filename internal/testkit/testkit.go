@@ -121,20 +121,19 @@ func (tg *Target) Client(t testing.TB, opts ...redisync.Option) *redisync.Client
 // CloseClean checks that c holds, renews and waits on nothing, then closes it.
 func CloseClean(t testing.TB, c *redisync.Client) {
 	t.Helper()
-	cc := core.Of(c)
-	if cc.Closed() {
+	if core.Of(c).Closed() {
 		return
 	}
 	defer c.Close() // whatever a check finds, leave nothing running for the tests after this one
-	if n := cc.Holds(); n != 0 {
+	if n := Holds(c); n != 0 {
 		t.Errorf("client still records %d holds at the end of the test", n)
 	}
-	if n := cc.Renewals(); n != 0 {
+	if n := Renewals(c); n != 0 {
 		t.Errorf("watchdog still renews %d holds at the end of the test", n)
 	}
 	Eventually(t, 10*time.Second, func() error {
 		// Channels linger a moment after their last waiter (pubsub.Linger); Close drops them.
-		if n := cc.Notifier().Waiters(); n != 0 {
+		if n := Waiters(c); n != 0 {
 			return fmt.Errorf("notifier still has %d waiters", n)
 		}
 		return nil
