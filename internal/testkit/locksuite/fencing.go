@@ -44,7 +44,7 @@ func (s *Suite) TestFencing() {
 			require.Greater(t, tok, last, "%s's token after %d", what, last)
 			last = tok
 		}
-		for range 3 {
+		for range 5 {
 			for _, l := range fenced {
 				outer := lock(t, l, context.Background())
 				next(l, outer, "an acquisition")

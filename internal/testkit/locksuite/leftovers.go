@@ -51,7 +51,7 @@ func (s *Suite) cycles(t *testing.T, tg *testkit.Target) {
 func (s *Suite) handOvers(t *testing.T, tg *testkit.Target) {
 	before := tg.Keys(t)
 	n := name(t)
-	const clients, perClient, rounds = 3, 2, 10
+	const clients, perClient, rounds = 4, 2, 15
 	var sec section
 	var ctr counter
 	var failed errs

@@ -42,6 +42,7 @@ func (s *Suite) TestReentry() {
 			require.ErrorIs(t, l.Unlock(held[i]), redisync.ErrNotHeld, "second Unlock at depth %d", i+1)
 			// The ctx names the owner even once it has ended: the count is the owner's.
 			require.Equal(t, left, holdCount(t, l, held[i]), "hold count after the Unlock at depth %d", i+1)
+			require.Equal(t, left > 0, isLocked(t, l), "IsLocked with %d holds left", left)
 			if left == 1 {
 				refused(t, rival, "held once")
 			}
@@ -88,6 +89,47 @@ func (s *Suite) TestForeignUnlock() {
 		alive(t, "after foreign Unlocks", held)
 		unlock(t, l, held)
 		require.ErrorIs(t, l.Unlock(held), redisync.ErrNotHeld, "second Unlock")
+	})
+}
+
+// TestUnlockAfterCancel: Unlock releases a hold whose ctx has ended with its parent's.
+func (s *Suite) TestUnlockAfterCancel() {
+	s.each(func(t *testing.T, tg *testkit.Target) {
+		l := s.newLock(t, tg.Client(t), name(t), Options{})
+		parent, cancel := context.WithCancel(context.Background())
+		held := lock(t, l, parent)
+		cancel()
+		require.ErrorIs(t, held.Err(), context.Canceled, "the hold's ctx after its parent's cancel")
+		unlock(t, l, held)
+		require.False(t, isLocked(t, l), "IsLocked after the Unlock of a cancelled hold")
+	})
+}
+
+// TestDo: Do runs fn holding the lock, returns fn's error and unlocks; when the hold is lost under fn,
+// fn's ctx ends and Do returns fn's error joined with ErrLost.
+func (s *Suite) TestDo() {
+	s.each(func(t *testing.T, tg *testkit.Target) {
+		n := name(t)
+		c := tg.Client(t)
+		l := s.newLock(t, c, n, Options{})
+		boom := errors.New("boom")
+		err := l.Do(context.Background(), func(ctx context.Context) error {
+			require.True(t, isHeld(t, l, ctx), "IsHeld inside Do")
+			return boom
+		})
+		require.ErrorIs(t, err, boom, "Do's error")
+		require.False(t, isLocked(t, l), "IsLocked after Do")
+
+		force := s.newLock(t, c, n, Options{}) // on the holder's Client: the hold ends at once
+		err = l.Do(context.Background(), func(ctx context.Context) error {
+			ok, err := force.ForceUnlock(context.Background())
+			require.NoError(t, err, "ForceUnlock inside Do")
+			require.True(t, ok, "ForceUnlock inside Do")
+			<-ctx.Done()
+			return boom
+		})
+		require.ErrorIs(t, err, boom, "Do's error when the hold was lost")
+		require.ErrorIs(t, err, redisync.ErrLost, "Do's error when the hold was lost")
 	})
 }
 
