@@ -374,6 +374,9 @@ func (s *Suite) clean(t testing.TB, tg *testkit.Target, before []string, sc scop
 				left = append(left, k)
 			}
 		}
+		if len(left) > 5 {
+			return fmt.Errorf("%d keys left behind, among them %q", len(left), left[:5])
+		}
 		if len(left) != 0 {
 			return fmt.Errorf("keys left behind: %q", left)
 		}
