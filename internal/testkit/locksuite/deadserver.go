@@ -24,8 +24,9 @@ import (
 // A short stall ends once the bounded calls have returned, so that what they send when they give up
 // (a waiter's leave, bounded by RetryBound) still reaches the server; calls that wait out a stall
 // longer than that have a case of their own. Each case has a server of its own and spends its time
-// waiting out bounds, so they run in parallel.
-func (s *Suite) TestDeadServer() {
+// waiting out bounds, so they run in parallel, and beside the cases on the shared servers.
+func (d *DeadServerSuite) TestDeadServer() {
+	s := d.s
 	for _, c := range []struct {
 		fault string
 		run   func(*testing.T, string)
@@ -36,7 +37,7 @@ func (s *Suite) TestDeadServer() {
 		{"long SIGSTOP", s.longStall},
 		{"dies while subscribing", s.diesWhileSubscribing},
 	} {
-		s.T().Run(c.fault, func(t *testing.T) {
+		d.T().Run(c.fault, func(t *testing.T) {
 			t.Parallel()
 			c.run(t, c.fault)
 		})

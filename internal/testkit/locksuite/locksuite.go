@@ -86,19 +86,34 @@ type Kind struct {
 	Queries func(l Lock) map[string]func(ctx context.Context) error
 }
 
-// Suite is the conformance suite for one Kind. Its cases take the *testing.T of the subtest they
-// run in rather than Suite.T(), so that those that wait in parallel share no state.
+// Suite is the conformance suite for one Kind on the shared servers. Its cases take the *testing.T
+// of the subtest they run in rather than Suite.T(), so that those that wait in parallel share no
+// state.
 type Suite struct {
 	suite.Suite
 	Kind Kind
 }
 
-// Run runs the suite for kind as subtests of t.
+// DeadServerSuite is the conformance suite's cases for one Kind that kill or stop a server: each on
+// a private server, so that they run beside Suite's.
+type DeadServerSuite struct {
+	suite.Suite
+	s *Suite // the helpers and the Kind
+}
+
+// Run runs the suite for kind as subtests of t: Suite and DeadServerSuite, side by side.
 func Run(t *testing.T, kind Kind) {
 	if kind.Name == "" || kind.New == nil {
 		t.Fatal("locksuite: a Kind needs a Name and New")
 	}
-	suite.Run(t, &Suite{Kind: kind})
+	t.Run("shared servers", func(t *testing.T) {
+		t.Parallel()
+		suite.Run(t, &Suite{Kind: kind})
+	})
+	t.Run("private servers", func(t *testing.T) {
+		t.Parallel()
+		suite.Run(t, &DeadServerSuite{s: &Suite{Kind: kind}})
+	})
 }
 
 // each runs fn on the shared standalone server and on the shared cluster.
