@@ -118,7 +118,8 @@ func (s *Suite) leaseEnded(t *testing.T, tg *testkit.Target) {
 	require.Zero(t, testkit.Renewals(c), "renewals of a fixed lease")
 	next, err := rival.TryLock(context.Background(), 20*time.Second)
 	require.NoError(t, err, "another owner after the lease ended")
-	require.Error(t, held.Err(), "another owner acquired while the old holder's ctx was live")
+	// The deadline, not Err: a loaded machine may run the ctx's timer late.
+	require.True(t, time.Now().After(dl), "another owner acquired %v before the old holder's deadline", time.Until(dl))
 	lost(t, l, time.Millisecond, held)
 	unlock(t, rival, next)
 	require.False(t, isLocked(t, l), "IsLocked after the last Unlock")
