@@ -3,6 +3,7 @@ package locksuite
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,25 +46,26 @@ func (d *DeadServerSuite) TestDeadServer() {
 }
 
 // dead is a private server with locks on it for the calls of a fault: a hold of "held" with the
-// ctx of an earlier hold released, for queries; a hold of "released", to release; waiters that can
-// park behind a rival's hold of "parked"; and "fresh", free, for acquisitions. Each is on a Client of
-// its own, so that the queries' bound is not the one of a write in flight on the same connection.
-// The acquisitions of "fresh" are too: two bounded acquisitions of one fair lock from one Client
-// across a write pause can leave a place in its queue for a whole slot, a fault of their own that
-// is not what these cases are about.
+// ctx of an earlier hold released, for queries; a hold of "released", to release; a waiter for each
+// of testkit.Bounds that can park behind a rival's hold of "parked-<bound>"; and "fresh-<i>", free,
+// for acquisitions. Each is on a Client of its own, so that the queries' bound is not the one of a write
+// in flight on the same connection. No lock has two waits across a fault: two waits of one fair lock
+// across a stall can leave a place in its queue until the next release, a fault of its own that is
+// not what these cases are about.
 type dead struct {
 	tg       *testkit.Target
 	clients  []*redisync.Client
-	l        Lock            // "held"
-	held     context.Context // its hold
-	gone     context.Context // a hold of it released: the ctx still names the owner
-	u        Lock            // "released"
-	uheld    context.Context // its hold
-	rival    Lock            // "parked"
-	blocking context.Context // its hold
-	waiters  []Lock          // "parked", one per Bound, each on a Client of its own
+	l        Lock              // "held"
+	held     context.Context   // its hold
+	gone     context.Context   // a hold of it released: the ctx still names the owner
+	u        Lock              // "released"
+	uheld    context.Context   // its hold
+	rivals   []Lock            // "parked-<bound>", one per Bound
+	blocking []context.Context // their holds
+	waiters  []Lock            // "parked-<bound>", one per Bound
 	wcs      []*redisync.Client
-	fresh    [3]Lock // "fresh": for a TryLock, a Lock with a deadline, a Lock without
+	fresh    [3]Lock  // "fresh-<i>": for a TryLock, a Lock with a deadline, a Lock without
+	base     []string // the keys before a short stall, nil for other faults
 }
 
 func (s *Suite) newDead(t *testing.T) *dead {
@@ -86,20 +88,21 @@ func (s *Suite) newDead(t *testing.T) *dead {
 	d.held = lock(t, d.l, bg)
 	d.u = s.newLock(t, client(), "released", Options{})
 	d.uheld = lock(t, d.u, bg)
-	d.rival = s.rival(t, client(), "parked")
-	for range testkit.Bounds {
+	rc := client()
+	for _, bound := range testkit.Bounds {
 		// The waiters' own tries are rare: only their bound ends their wait.
 		wc := client(redisync.WithRecheckInterval(time.Minute))
-		w := s.newLock(t, wc, "parked", Options{})
+		w := s.newLock(t, wc, "parked-"+bound, Options{})
 		unlock(t, w, lock(t, w, bg))
 		d.waiters, d.wcs = append(d.waiters, w), append(d.wcs, wc)
+		r := s.rival(t, rc, "parked-"+bound)
+		d.rivals, d.blocking = append(d.rivals, r), append(d.blocking, lock(t, r, bg))
 	}
-	d.blocking = lock(t, d.rival, bg)
 	// Acquisitions sent to a stalled server run there once it resumes, after the connection may have
 	// given up on their answer: the Client cannot know of them, and they stay until their lease ends
 	// (a short one here), as a hold does whose Client died.
 	for i := range d.fresh {
-		d.fresh[i] = s.newLock(t, client(redisync.WithWatchdogTimeout(2*time.Second)), "fresh", Options{})
+		d.fresh[i] = s.newLock(t, client(redisync.WithWatchdogTimeout(2*time.Second)), "fresh-"+strconv.Itoa(i), Options{})
 		unlock(t, d.fresh[i], lock(t, d.fresh[i], bg))
 	}
 	return d
@@ -202,17 +205,34 @@ func run(t *testing.T, fault string, calls []*call) {
 // recover checks, once the server is back, that the holds can be released and that nothing is left
 // behind.
 func (s *Suite) recover(t *testing.T, d *dead) {
+	names := scope{names: []string{"held", "released"}}
+	for _, bound := range testkit.Bounds {
+		names.names = append(names.names, "parked-"+bound)
+	}
+	for i := range d.fresh {
+		names.names = append(names.names, "fresh-"+strconv.Itoa(i))
+	}
+	if d.base != nil {
+		// Before anyone touches the locks again, the waiters that gave up have left, and what was
+		// acquired too late has been given back, each within RetryBound of the resume.
+		s.noNewKeys(t, d.tg, d.base, names, testkit.RetryBound+testkit.Margin)
+	}
 	// An Unlock that failed may have released or not (and after a kill the holds are gone): either
 	// way the Unlock sent now clears the Client's records.
-	for _, u := range []struct {
+	type hold struct {
 		l   Lock
 		ctx context.Context
-	}{{d.l, d.held}, {d.u, d.uheld}, {d.rival, d.blocking}} {
+	}
+	holds := []hold{{d.l, d.held}, {d.u, d.uheld}}
+	for i, r := range d.rivals {
+		holds = append(holds, hold{r, d.blocking[i]})
+	}
+	for _, u := range holds {
 		if err := u.l.Unlock(u.ctx); err != nil {
 			require.ErrorIs(t, err, redisync.ErrNotHeld, "Unlock once the server is back")
 		}
 	}
-	s.clean(t, d.tg, nil, scope{names: []string{"held", "released", "parked", "fresh"}}, d.clients...)
+	s.clean(t, d.tg, nil, names, d.clients...)
 }
 
 // deadServer: the calls of every kind on a killed server, or the bounded ones on a stalled server.
@@ -222,6 +242,9 @@ func (s *Suite) deadServer(t *testing.T, fault string) {
 	var notAcquired func(string) error = testkit.BoundedErr
 	if fault == "kill" { // a last try's error may be the network's
 		notAcquired = func(string) error { return nil }
+	}
+	if fault != "kill" { // the keys of the holds, to which nothing must be left added
+		d.base = d.tg.Keys(t)
 	}
 	calls := d.parked(t, 2*time.Second, notAcquired)
 	var resume func()

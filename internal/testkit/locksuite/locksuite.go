@@ -366,6 +366,24 @@ type scope struct {
 // left nothing behind.
 func (s *Suite) clean(t testing.TB, tg *testkit.Target, before []string, sc scope, clients ...*redisync.Client) {
 	t.Helper()
+	// Latches and records are deleted once answered; their TTL (10 s at least) would empty the server
+	// later on its own, so only the deletes can pass this bound.
+	s.noNewKeys(t, tg, before, sc, 5*time.Second)
+	tg.RequireNoSubscriptions(t)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		for i, c := range clients {
+			if err := testkit.Idle(c); err != nil {
+				return fmt.Errorf("client %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+}
+
+// noNewKeys waits until tg holds no key that was not in before but those in sc (the lingering ones
+// with an expiry), at most d.
+func (s *Suite) noNewKeys(t testing.TB, tg *testkit.Target, before []string, sc scope, d time.Duration) {
+	t.Helper()
 	var kept, lingering []string
 	for _, n := range sc.names {
 		kept = append(kept, s.kept(n, sc.o)...)
@@ -374,9 +392,7 @@ func (s *Suite) clean(t testing.TB, tg *testkit.Target, before []string, sc scop
 		}
 	}
 	rdb := tg.Redis(t)
-	// Latches and records are deleted once answered; their TTL (10 s at least) would empty the server
-	// later on its own, so only the deletes can pass this bound.
-	testkit.Eventually(t, 5*time.Second, func() error {
+	testkit.Eventually(t, d, func() error {
 		var left []string
 		for _, k := range tg.NewKeys(t, before) {
 			switch {
@@ -394,15 +410,6 @@ func (s *Suite) clean(t testing.TB, tg *testkit.Target, before []string, sc scop
 		}
 		if len(left) != 0 {
 			return fmt.Errorf("keys left behind: %q", left)
-		}
-		return nil
-	})
-	tg.RequireNoSubscriptions(t)
-	testkit.Eventually(t, 10*time.Second, func() error {
-		for i, c := range clients {
-			if err := testkit.Idle(c); err != nil {
-				return fmt.Errorf("client %d: %w", i, err)
-			}
 		}
 		return nil
 	})
