@@ -257,8 +257,8 @@ func TestWatchdog(t *testing.T) {
 	})
 }
 
-// A fixed lease is each read hold's own lease key's, and once a write hold's lease has ended a reader
-// gets in. (The conformance suite checks the rest of a fixed lease on each side.)
+// A fixed lease is each read hold's own lease key's, and once a write hold's lease has ended a
+// reader gets in. (The conformance suite checks the rest of a fixed lease on each side.)
 func TestFixedLeaseAcrossModes(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		const lease = 500 * time.Millisecond

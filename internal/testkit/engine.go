@@ -16,15 +16,17 @@ import (
 // RetryBound is how long a call on a dead server keeps trying before it returns an error.
 const RetryBound = core.RetryBound
 
-// Overtime is how long past the end of a wait a call waits for the answer to what it sent at that end.
+// Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
+// end.
 const Overtime = core.Overtime
 
-// StallBound is how long a command in flight on a server that stopped answering may take to fail on a
-// Client made with rueidis's default timeouts (as Target.Client makes them): ConnWriteTimeout, 10 s,
-// plus two keep-alive intervals of 1 s (see redisync.Wrap).
+// StallBound is how long a command in flight on a server that stopped answering may take to fail on
+// a Client made with rueidis's default timeouts, as Target.Client makes them: a ConnWriteTimeout of
+// 10 s plus two keep-alive intervals of 1 s (see redisync.Wrap).
 const StallBound = 12 * time.Second
 
-// Drift is how long before a fixed lease's end, counted from the acquiring command, a hold's ctx ends.
+// Drift is how long before a fixed lease's end, counted from the acquiring command, a hold's ctx
+// ends.
 func Drift(lease time.Duration) time.Duration { return core.Drift(lease) }
 
 // Holds returns how many owners' holds c records.
@@ -36,8 +38,8 @@ func Renewals(c *redisync.Client) int { return core.Of(c).Renewals() }
 // Waiters returns how many waits are registered on c's notifier.
 func Waiters(c *redisync.Client) int { return core.Of(c).Notifier().Waiters() }
 
-// Idle returns nil when c records no hold, renews none and has no waiter, and otherwise what it still
-// has.
+// Idle returns nil when c records no hold, renews none and has no waiter, and otherwise what it
+// still has.
 func Idle(c *redisync.Client) error {
 	var errs []error
 	if n := Holds(c); n != 0 {

@@ -18,9 +18,9 @@ import (
 // (CLIENT PAUSE WRITE), every call returns an error within the bound the library promises, and none
 // acquires: a parked waiter, a TryLock and a Lock with a deadline at their bound (plus Overtime for
 // what was sent at it); a query within RetryBound; a Lock without a deadline and an Unlock within
-// RetryBound when the server is gone, and within StallBound plus RetryBound when it stalls. Once the
-// server is back (empty after a kill), the holds are released and nothing is left behind. A waiter
-// whose channels cannot be subscribed learns that the server died at its next recheck.
+// RetryBound when the server is gone, and within StallBound plus RetryBound when it stalls. Once
+// the server is back (empty after a kill), the holds are released and nothing is left behind. A
+// waiter whose channels cannot be subscribed learns that the server died at its next recheck.
 //
 // A short stall ends once the bounded calls have returned, so that what they send when they give up
 // (a waiter's leave, bounded by RetryBound) still reaches the server; calls that wait out a stall
@@ -45,13 +45,13 @@ func (d *DeadServerSuite) TestDeadServer() {
 	}
 }
 
-// dead is a private server with locks on it for the calls of a fault: a hold of "held" with the
-// ctx of an earlier hold released, for queries; a hold of "released", to release; a waiter for each
-// of testkit.Bounds that can park behind a rival's hold of "parked-<bound>"; and "fresh-<i>", free,
-// for acquisitions. Each is on a Client of its own, so that the queries' bound is not the one of a write
-// in flight on the same connection. No lock has two waits across a fault: two waits of one fair lock
-// across a stall can leave a place in its queue until the next release, a fault of its own that is
-// not what these cases are about.
+// dead is a private server with locks on it for the calls of a fault: a hold of "held" with the ctx
+// of an earlier hold released, for queries; a hold of "released", to release; a waiter for each of
+// testkit.Bounds that can park behind a rival's hold of "parked-<bound>"; and "fresh-<i>", free,
+// for acquisitions. Each is on a Client of its own, so that the queries' bound is not the one of a
+// write in flight on the same connection. No lock has two waits across a fault: when two waits of
+// one fair lock give up across a stall, one of them can stay in its queue until the next release, a
+// defect of the fair lock's own that is not what these cases check.
 type dead struct {
 	tg       *testkit.Target
 	clients  []*redisync.Client

@@ -12,8 +12,8 @@ import (
 )
 
 // TestFanOut: goroutines fanned out from one held ctx (as errgroup does) re-enter through it. On an
-// exclusive kind they take turns: never two inside at once, and no update lost. On a shared kind they
-// all hold at once, keep other owners out meanwhile, and release in any order. Either way the
+// exclusive kind they take turns: never two inside at once, and no update lost. On a shared kind
+// they all hold at once, keep other owners out meanwhile, and release in any order. Either way the
 // holder's own hold is as before once they are done.
 func (s *Suite) TestFanOut() {
 	s.need(s.Kind.Reentrant, "re-entry")

@@ -12,8 +12,8 @@ import (
 )
 
 // TestFencing: with WithFencing every acquisition, re-entries included and from any Client, takes a
-// token greater than every token before it, kept in a counter that outlives the lock (the only key a
-// free fenced lock keeps); a lock without the option has no token.
+// token greater than every token before it, kept in a counter that outlives the lock (the only key
+// a free fenced lock keeps); a lock without the option has no token.
 func (s *Suite) TestFencing() {
 	s.need(s.Kind.Fencing, "fencing")
 	s.each(func(t *testing.T, tg *testkit.Target) {

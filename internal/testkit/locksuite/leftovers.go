@@ -16,9 +16,10 @@ import (
 
 // TestNothingLeftBehind: a lock leaves nothing in Redis, on the Pub/Sub channels or in its Clients
 // once it is free again: after lock, re-entry and unlock cycles (whose releases, on an exclusive
-// kind, write no unlock latch, since the Client counts the owner's holds), after hand-overs between owners contending on
-// several Clients (which the lock keeps apart: an exclusive holder is alone inside, and no update is
-// lost), and after waiters that give up, also while a release hands the lock to them.
+// kind, write no unlock latch, since the Client counts the owner's holds), after hand-overs between
+// owners contending on several Clients (which the lock keeps apart: an exclusive holder is alone
+// inside, and no update is lost), and after waiters that give up, also while a release hands the
+// lock to them.
 func (s *Suite) TestNothingLeftBehind() {
 	s.Run("cycles", func() { s.each(s.cycles) })
 	s.Run("hand-overs", func() { s.each(s.handOvers) })

@@ -1,9 +1,9 @@
 // Package locksuite is the conformance suite that every lock package of redisync runs: what a user
 // relies on from any lock, whatever its protocol in Redis. Calls on a dead or stalled server fail
-// within their bound; a free lock leaves nothing behind; an owner re-enters through its held ctx, and
-// goroutines fanned out from it take turns (or share, on a shared kind); a hold lost without Unlock
-// ends its ctx with redisync.ErrLost; the watchdog keeps a hold; fencing tokens grow. A lock package
-// describes its lock kind with a Kind and runs the suite from a test:
+// within their bound; a free lock leaves nothing behind; an owner re-enters through its held ctx,
+// and goroutines fanned out from it take turns (or share, on a shared kind); a hold lost without
+// Unlock ends its ctx with redisync.ErrLost; the watchdog keeps a hold; fencing tokens grow. A lock
+// package describes its lock kind with a Kind and runs the suite from a test:
 //
 //	func TestConformance(t *testing.T) { locksuite.Run(t, kind) }
 //

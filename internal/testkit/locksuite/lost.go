@@ -12,14 +12,15 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// watchdog is the watchdog timeout of the lost-hold cases: a renewal every 300 ms finds a hold gone.
+// watchdog is the watchdog timeout of the lost-hold cases: a renewal every 300 ms finds a hold
+// gone.
 const watchdog = 900 * time.Millisecond
 
-// TestLostHolds: a hold that ends without its Unlock (its keys deleted, the lock forced open here or
-// from another Client, its fixed lease run out) ends its ctx, and those of the holds taken inside it,
-// with ErrLost as cause, promptly: at once when forced on the holder's Client, at the next renewal
-// when found gone, before another owner can acquire when the lease runs out. Unlock then returns
-// ErrNotHeld, and nothing is left behind.
+// TestLostHolds: a hold that ends without its Unlock (its keys deleted, the lock forced open here
+// or from another Client, its fixed lease run out) ends its ctx, and those of the holds taken
+// inside it, with ErrLost as cause, promptly: at once when forced on the holder's Client, at the
+// next renewal when found gone, before another owner can acquire when the lease runs out. Unlock
+// then returns ErrNotHeld, and nothing is left behind.
 func (s *Suite) TestLostHolds() {
 	s.Run("keys deleted", func() { s.each(s.keysDeleted) })
 	s.Run("forced here", func() { s.each(func(t *testing.T, tg *testkit.Target) { s.forced(t, tg, true) }) })
@@ -126,9 +127,9 @@ func (s *Suite) leaseEnded(t *testing.T, tg *testkit.Target) {
 	s.clean(t, tg, before, scope{names: []string{n}}, c, rc)
 }
 
-// TestWatchdog: without a fixed lease the Client's watchdog renews the hold past its first lease, the
-// hold's ctx lives on, and the lock's TTL stays within the watchdog timeout; Unlock stops the renewals,
-// and a renewal in flight at the Unlock does not bring the lock back.
+// TestWatchdog: without a fixed lease the Client's watchdog renews the hold past its first lease,
+// the hold's ctx lives on, and the lock's TTL stays within the watchdog timeout; Unlock stops the
+// renewals, and a renewal in flight at the Unlock does not bring the lock back.
 func (s *Suite) TestWatchdog() {
 	s.each(func(t *testing.T, tg *testkit.Target) {
 		const timeout = time.Second

@@ -12,11 +12,11 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// TestReentry: an owner re-enters ten deep through the ctx each Lock returns, the hold count going up
-// by one each time and down by one at each Unlock, which ends its own ctx (with ErrReleased) and is
-// refused when repeated; another owner stays out until the last Unlock. On an exclusive kind an
-// Unlock out of order is refused and changes nothing, and each Unlock ends exactly its own ctx. On a
-// shared kind the holds go in any order, the outermost first too.
+// TestReentry: an owner re-enters ten deep through the ctx each Lock returns, the hold count going
+// up by one each time and down by one at each Unlock, which ends its own ctx (with ErrReleased) and
+// is refused when repeated; another owner stays out until the last Unlock. On an exclusive kind an
+// Unlock out of order is refused and changes nothing, and each Unlock ends exactly its own ctx. On
+// a shared kind the holds go in any order, the outermost first too.
 func (s *Suite) TestReentry() {
 	s.need(s.Kind.Reentrant, "re-entry")
 	s.each(func(t *testing.T, tg *testkit.Target) {
@@ -105,8 +105,8 @@ func (s *Suite) TestUnlockAfterCancel() {
 	})
 }
 
-// TestDo: Do runs fn holding the lock, returns fn's error and unlocks; when the hold is lost under fn,
-// fn's ctx ends and Do returns fn's error joined with ErrLost.
+// TestDo: Do runs fn holding the lock, returns fn's error and unlocks; when the hold is lost under
+// fn, fn's ctx ends and Do returns fn's error joined with ErrLost.
 func (s *Suite) TestDo() {
 	s.each(func(t *testing.T, tg *testkit.Target) {
 		n := name(t)
@@ -133,8 +133,8 @@ func (s *Suite) TestDo() {
 	})
 }
 
-// TestNonReentrant: with NonReentrant an owner that locks again gets ErrAlreadyHeld at once, whatever
-// its wait bound, and its hold, the lock's keys and the Client's waits are as before.
+// TestNonReentrant: with NonReentrant an owner that locks again gets ErrAlreadyHeld at once,
+// whatever its wait bound, and its hold, the lock's keys and the Client's waits are as before.
 func (s *Suite) TestNonReentrant() {
 	s.need(s.Kind.NonReentrant, "NonReentrant option")
 	s.each(func(t *testing.T, tg *testkit.Target) {
@@ -157,9 +157,10 @@ func (s *Suite) TestNonReentrant() {
 	})
 }
 
-// TestShorterReentryLease: a re-entry with a shorter fixed lease never cuts short what the outer hold
-// was promised, by a fixed lease or by the watchdog: the lock's TTL stays the outer one, and once the
-// inner lease has ended (its ctx with ErrLost), the outer hold lives on and keeps other owners out.
+// TestShorterReentryLease: a re-entry with a shorter fixed lease never cuts short what the outer
+// hold was promised, by a fixed lease or by the watchdog: the lock's TTL stays the outer one, and
+// once the inner lease has ended (its ctx with ErrLost), the outer hold lives on and keeps other
+// owners out.
 func (s *Suite) TestShorterReentryLease() {
 	s.need(s.Kind.Reentrant, "re-entry")
 	s.need(s.Kind.Lease, "fixed lease")
@@ -199,9 +200,9 @@ func (s *Suite) TestShorterReentryLease() {
 	}
 }
 
-// TestInProcessWait: on an exclusive kind a goroutine that re-enters through an outer hold's ctx while
-// an inner hold is open waits in the process, sending nothing, until that inner hold is released;
-// its wait bound or its ctx end that wait.
+// TestInProcessWait: on an exclusive kind a goroutine that re-enters through an outer hold's ctx
+// while an inner hold is open waits in the process, sending nothing, until that inner hold is
+// released; its wait bound or its ctx end that wait.
 func (s *Suite) TestInProcessWait() {
 	s.need(s.Kind.Reentrant && !s.Kind.Shared, "exclusive re-entry")
 	s.each(func(t *testing.T, tg *testkit.Target) {
