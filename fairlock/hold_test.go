@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,69 +12,6 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/testkit"
 )
-
-// A re-entry with a shorter lease must not cut short what the outer hold was promised.
-func TestReentryWithShorterLeaseKeepsOuterLease(t *testing.T) {
-	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
-		c := tg.Client(t)
-		n := name(t)
-		long := newLock(t, c, n, fairlock.WithLease(20*time.Second))
-		short := newLock(t, c, n, fairlock.WithLease(time.Second))
-		rdb := tg.Redis(t)
-		ttl := func() time.Duration {
-			ms, _ := strconv.ParseInt(testkit.DoString(t, rdb, "PTTL", n), 10, 64)
-			return time.Duration(ms) * time.Millisecond
-		}
-		outer := mustLock(t, long, context.Background())
-		inner := mustLock(t, short, outer)
-		if d := ttl(); d < 10*time.Second {
-			t.Fatalf("PTTL after a re-entry with a 1s lease is %v: the outer 20s lease was cut short", d)
-		}
-		if end, ok := inner.Deadline(); !ok || time.Until(end) > time.Second {
-			t.Fatalf("inner hold's deadline is not its own 1s lease")
-		}
-		mustUnlock(t, short, inner)
-		if d := ttl(); d < 10*time.Second {
-			t.Fatalf("PTTL after the inner release is %v: the outer 20s lease was cut short", d)
-		}
-		mustUnlock(t, long, outer)
-	})
-}
-
-// Goroutines fanned out from one held ctx re-enter in turn.
-func TestFanOutFromHeldCtxTakesTurns(t *testing.T) {
-	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
-		l := newLock(t, tg.Client(t), name(t))
-		held := mustLock(t, l, context.Background())
-		var sec testkit.Section
-		var wg sync.WaitGroup
-		for range 6 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 4 {
-					inner, err := l.Lock(held)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					sec.Enter()
-					time.Sleep(100 * time.Microsecond)
-					sec.Leave()
-					if err := l.Unlock(inner); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if sec.Max() != 1 || sec.Entries() != 24 {
-			t.Fatalf("fan-out: %d inside at once, %d entries of 24", sec.Max(), sec.Entries())
-		}
-		mustUnlock(t, l, held)
-	})
-}
 
 // Redisson's testLeaseTimeout: holds that end with their lease, never released, pass the
 // lock down the queue in order, each waiter trying when the lease before it ends rather than at its

@@ -2,57 +2,12 @@ package rlock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/testkit"
 )
-
-// Released locks leave nothing in Redis: no release writes an unlock latch when the client counts
-// the owner's holds (the usual case), and a latch written otherwise is deleted once answered.
-func TestReleaseLeavesNothing(t *testing.T) {
-	tg := testkit.Own(t)
-	c := tg.Client(t)
-	ctx := context.Background()
-	sets := tg.Calls(t, "set")
-	const n = 40
-	for i := range n {
-		l, err := New(c, "leave:"+strconv.Itoa(i%4))
-		if err != nil {
-			t.Fatal(err)
-		}
-		outer, err := l.Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inner, err := l.Lock(outer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Unlock(inner); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Unlock(outer); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := tg.Calls(t, "set") - sets; got != 0 {
-		t.Errorf("%d latches written for %d releases that left a hold (and %d that left none), want 0", got, n, n)
-	}
-	// Well within the latch's TTL (10 s): only the deletes can empty the server this soon.
-	testkit.Eventually(t, 5*time.Second, func() error {
-		size, err := tg.Servers[0].Do("DBSIZE")
-		if err != nil || strings.TrimSpace(size) != "0" {
-			keys, _ := tg.Servers[0].Do("KEYS", "*")
-			return fmt.Errorf("%s keys left (%v): %s", size, err, keys)
-		}
-		return nil
-	})
-}
 
 // A release sent again after a network error (its Resent variant, with the same request) releases
 // once: from two holds, one is left, whether the client counted them or not (then the memo answers);

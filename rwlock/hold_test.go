@@ -2,74 +2,51 @@ package rwlock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// A write holder that fans out: goroutines sharing its ctx take the write lock in turn, while they
-// may all hold the read lock at once (readers share) and release it in any order.
-func TestWriteHolderFansOut(t *testing.T) {
+// Goroutines fanned out from a write hold's ctx may all take the read lock at once (the writer
+// reads: downgrade), keep other owners out meanwhile, and release it in any order. (The conformance
+// suite checks that they take the write lock in turn.)
+func TestWriteHolderFansOutToReaders(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		rw := mustNew(t, tg.Client(t), "fan-out-rw")
 		held, err := rw.WriteLock().Lock(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		const n = 4
-		var writers testkit.Section
-		var wg sync.WaitGroup
-		all := make(chan struct{})
-		var inside sync.WaitGroup
-		inside.Add(n)
+		reads := make(chan testkit.Acquired, n)
 		for range n {
-			wg.Add(1)
 			go func() {
-				defer wg.Done()
-				for range 3 {
-					w, err := rw.WriteLock().Lock(held)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					writers.Enter()
-					time.Sleep(100 * time.Microsecond)
-					writers.Leave()
-					if err := rw.WriteLock().Unlock(w); err != nil {
-						t.Error(err)
-						return
-					}
-				}
 				r, err := rw.ReadLock().Lock(held)
-				if err != nil {
-					t.Error(err)
-					inside.Done()
-					return
-				}
-				inside.Done()
-				<-all // every reader is inside at once
-				if err := rw.ReadLock().Unlock(r); err != nil {
-					t.Error(err)
-				}
+				reads <- testkit.Acquired{Ctx: r, Err: err}
 			}()
 		}
-		done := make(chan struct{})
-		go func() { inside.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the write holder's goroutines could not all hold the read lock at once")
+		// Nobody releases before every goroutine is in: they all hold at once.
+		var in []context.Context
+		for range n {
+			select {
+			case r := <-reads:
+				require.NoError(t, r.Err, "a fanned-out read")
+				in = append(in, r.Ctx)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of %d goroutines of the write hold read within 30s", len(in), n)
+			}
 		}
-		close(all)
-		wg.Wait()
-		if writers.Max() != 1 || writers.Entries() != 3*n {
-			t.Fatalf("write fan-out: %d inside at once, %d entries of %d", writers.Max(), writers.Entries(), 3*n)
+		n2, err := rw.ReadLock().HoldCount(held)
+		require.NoError(t, err)
+		require.Equal(t, n, n2, "read holds of the writer with every goroutine in")
+		_, err = mustNew(t, tg.Client(t), "fan-out-rw").ReadLock().TryLock(context.Background(), 0)
+		require.ErrorIs(t, err, redisync.ErrNotAcquired, "another owner's read while the writer holds")
+		for i := len(in) - 1; i >= 0; i-- { // not in the order they came in
+			require.NoError(t, rw.ReadLock().Unlock(in[i]))
 		}
-		if err := rw.WriteLock().Unlock(held); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, rw.WriteLock().Unlock(held))
 	})
 }
 

@@ -280,15 +280,3 @@ func render(m *rueidis.RedisMessage) string {
 	}
 	return ""
 }
-
-// Holds returns how many holds c records.
-func Holds(c *redisync.Client) int {
-	n, _ := core.Of(c).Pending()
-	return n
-}
-
-// Renewals returns how many holds c's watchdog renews.
-func Renewals(c *redisync.Client) int {
-	_, n := core.Of(c).Pending()
-	return n
-}

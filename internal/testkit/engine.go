@@ -1,0 +1,61 @@
+package testkit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+)
+
+// What a test may look at inside a Client, and the bounds the engine promises, are read here and
+// nowhere else in the tests of the lock packages, so that a change of the engine's insides touches
+// this file only.
+
+// RetryBound is how long a call on a dead server keeps trying before it returns an error.
+const RetryBound = core.RetryBound
+
+// Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
+// end.
+const Overtime = core.Overtime
+
+// StallBound is how long a command in flight on a server that stopped answering may take to fail on
+// a Client made with rueidis's default timeouts, as Target.Client makes them: a ConnWriteTimeout of
+// 10 s plus two keep-alive intervals of 1 s (see redisync.Wrap).
+const StallBound = 12 * time.Second
+
+// Drift is how long before a fixed lease's end, counted from the acquiring command, a hold's ctx
+// ends.
+func Drift(lease time.Duration) time.Duration { return core.Drift(lease) }
+
+// Holds returns how many owners' holds c records.
+func Holds(c *redisync.Client) int {
+	n, _ := core.Of(c).Pending()
+	return n
+}
+
+// Renewals returns how many holds c's watchdog renews.
+func Renewals(c *redisync.Client) int {
+	_, n := core.Of(c).Pending()
+	return n
+}
+
+// Waiters returns how many waits are registered on c's notifier.
+func Waiters(c *redisync.Client) int { return core.Of(c).Notifier().Waiters() }
+
+// Idle returns nil when c records no hold, renews none and has no waiter, and otherwise what it
+// still has.
+func Idle(c *redisync.Client) error {
+	var errs []error
+	if n := Holds(c); n != 0 {
+		errs = append(errs, fmt.Errorf("client still records %d holds", n))
+	}
+	if n := Renewals(c); n != 0 {
+		errs = append(errs, fmt.Errorf("watchdog still renews %d holds", n))
+	}
+	if n := Waiters(c); n != 0 {
+		errs = append(errs, fmt.Errorf("notifier still has %d waiters", n))
+	}
+	return errors.Join(errs...)
+}
