@@ -109,3 +109,21 @@ func TestParkedAcquireReturnsAtDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshClientAcquireReturnsAtBound: a Client that has never acquired learns what it must of the
+// server (its replicas) within the bounds of its acquisition: on a stalled server a TryAcquire with
+// a wait bound returns at that bound, plus what a try sent at it is given (Overtime).
+func TestFreshClientAcquireReturnsAtBound(t *testing.T) {
+	const wait = time.Second
+	tg := testkit.Own(t)
+	sem := newSemaphore(t, tg.Client(t), "fresh")
+	resume := testkit.Stall(t, tg.Servers[0], "SIGSTOP")
+	defer resume()
+	start := time.Now()
+	err := testkit.ReturnsWithin(t, start, wait+2*core.Overtime, "a fresh Client's TryAcquire", func() error {
+		return sem.TryAcquire(context.Background(), 1, wait)
+	})
+	if err == nil {
+		t.Fatal("TryAcquire on a stalled server acquired")
+	}
+}

@@ -186,7 +186,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
 		argRecorded: "0", argRid: s.c.RequestID()}
 	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
-	if wait != 0 && s.windowMs != "0" && !s.c.AcksReplicas(ctx, s.name) { // a single try records no waiter
+	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
 	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
@@ -254,7 +254,11 @@ func (a *acquisition) Undo(ctx context.Context, sure bool) {
 // tries from now on leave it.
 func (a *acquisition) Tag() string {
 	if a.args[argRecord] == "" {
-		a.args[argWindow] = a.s.windowMs
+		// Permits handed to a waiter would not wait for the replicas, as its own try does: then
+		// the waiter leaves no record, and is only woken.
+		if !a.s.c.AcksReplicas(a.s.name) {
+			a.args[argWindow] = a.s.windowMs
+		}
 		a.args[argRecord] = a.s.c.RequestID() + ":" + a.args[argPermits] // "<client id>:<attempt>:<permits>"
 	}
 	return a.args[argRecord]

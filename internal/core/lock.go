@@ -515,7 +515,7 @@ func (a *attempt) Tag() string {
 	if a.v[vTag] == "" {
 		l := a.l
 		a.v[vGrant] = l.values[0]
-		if l.c.AcksReplicas(context.Background(), l.name) {
+		if l.c.AcksReplicas(l.name) {
 			a.v[vGrant] = "0"
 		}
 		a.v[vTag] = numbered([]string{a.v[vOwner]}, int64(l.c.requests.Add(1)), a.v[vGrant], flag(l.fenced))

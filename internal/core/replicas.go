@@ -122,6 +122,14 @@ func (rc *replicaCache) ask(ctx context.Context, rdb rueidis.Client, slot uint16
 	return ri, nil
 }
 
+// peek returns what is known of slot's master, without asking.
+func (rc *replicaCache) peek(slot uint16) (replicaInfo, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	ri, ok := rc.m[slot]
+	return ri, ok
+}
+
 // forget drops what is known of slot's master, after a WAIT that fell short (a replica gone, a
 // failover): the next acquisition asks again.
 func (rc *replicaCache) forget(slot uint16) {
@@ -220,10 +228,10 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 }
 
 // AcksReplicas reports whether an acquisition of key waits for replicas: a release must not hand key
-// to a waiter then, since only the waiter's own try waits for the replicas. With allReplicas it asks
-// the master (INFO) only when this Client never has, as the acquisition's first try would; when
-// that fails it answers true.
-func (c *Client) AcksReplicas(ctx context.Context, key string) bool {
+// to a waiter then, since only the waiter's own try waits for the replicas. It never waits: with
+// allReplicas it answers by what the acquisition's first try learnt of the master, and true when
+// nothing is known (that try failed).
+func (c *Client) AcksReplicas(key string) bool {
 	switch c.cfg.ReplicaAck {
 	case 0:
 		return false
@@ -232,8 +240,8 @@ func (c *Client) AcksReplicas(ctx context.Context, key string) bool {
 		if c.rdb.Mode() == rueidis.ClientModeCluster {
 			slot = Slot(key)
 		}
-		ri, err := c.replicas.get(ctx, c.rdb, slot, key)
-		return err != nil || ri.replicas > 0 || (ri.waitAOF && c.cfg.ReplicaAck == allReplicas)
+		ri, ok := c.replicas.peek(slot)
+		return !ok || ri.replicas > 0 || (ri.waitAOF && c.cfg.ReplicaAck == allReplicas)
 	}
 	return true
 }

@@ -64,7 +64,7 @@ type dead struct {
 	blocking []context.Context // their holds
 	waiters  []Lock            // "parked-<bound>", one per Bound
 	wcs      []*redisync.Client
-	fresh    [3]Lock  // "fresh-<i>": for a TryLock, a Lock with a deadline, a Lock without
+	fresh    [4]Lock  // "fresh-<i>": for a TryLock, a Lock with a deadline, a Lock without, a TryLock of a new Client
 	base     []string // the keys before a short stall, nil for other faults
 }
 
@@ -101,9 +101,13 @@ func (s *Suite) newDead(t *testing.T) *dead {
 	// Acquisitions sent to a stalled server run there once it resumes, after the connection may have
 	// given up on their answer: the Client cannot know of them, and they stay until their lease ends
 	// (a short one here), as a hold does whose Client died.
+	// The last one's Client has never acquired: what it must learn of the server first (the replicas)
+	// is bounded as its tries are.
 	for i := range d.fresh {
 		d.fresh[i] = s.newLock(t, client(redisync.WithWatchdogTimeout(2*time.Second)), "fresh-"+strconv.Itoa(i), Options{})
-		unlock(t, d.fresh[i], lock(t, d.fresh[i], bg))
+		if i < len(d.fresh)-1 {
+			unlock(t, d.fresh[i], lock(t, d.fresh[i], bg))
+		}
 	}
 	return d
 }
@@ -150,6 +154,10 @@ func (d *dead) bounded(want error) []*call {
 			ctx, cancel := context.WithTimeout(bg, wait)
 			defer cancel()
 			_, err := d.fresh[1].Lock(ctx)
+			return err
+		}},
+		{what: "TryLock with a wait bound, of a Client that never acquired", from: now, bound: wait + 2*testkit.Overtime, run: func() error {
+			_, err := d.fresh[3].TryLock(bg, wait)
 			return err
 		}},
 	}
