@@ -85,7 +85,8 @@ type LockOptions struct {
 	// values a group lock locks. Locks of one name with different tails are different locks.
 	Tail []string
 	// Backoff, when set, makes waiters spin: instead of waiting for notifications, a waiter sleeps
-	// between tries for what a policy, made by Backoff for each acquisition, says next.
+	// between tries for what a policy, made by Backoff for each acquisition whose first try fails,
+	// says next.
 	Backoff func() func() time.Duration
 }
 
@@ -353,9 +354,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 	if w.lease == 0 {
 		w.lease = c.cfg.WatchdogTimeout
 	}
-	if l.backoff != nil {
-		a.next = l.backoff() // spins: no channel, each try's wait is the policy's
-	} else if wait != 0 {
+	if l.backoff == nil && wait != 0 { // a spinning waiter listens to nothing: each try's wait is its policy's
 		a.v[vWaits], w.Channel = "1", l.channel
 		if l.perOwner {
 			w.Channel += a.v[vOwner]
@@ -403,7 +402,7 @@ type attempt struct {
 	score int64       // of the record the last failed try left: a hand-over must come after it
 	count int64       // the owner's count once acquired
 	token int64
-	next  func() time.Duration // a spinning waiter's back-off policy
+	next  func() time.Duration // a spinning waiter's back-off policy, once a try failed
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -436,7 +435,10 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 		if a.v[vLinger] != "" {
 			c.listed(l.clients, sent, pubsub.Linger/2)
 		}
-	case a.next != nil && err == nil && !t.refused:
+	case l.backoff != nil && err == nil && !t.refused:
+		if a.next == nil { // made at the first try that fails, as Redisson does: none uncontended
+			a.next = l.backoff()
+		}
 		t.retryIn = a.next()
 	case t.refused && l.spec.Refused != nil:
 		err = l.spec.Refused
