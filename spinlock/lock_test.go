@@ -365,3 +365,22 @@ func TestBackoffPacesTries(t *testing.T) {
 		}
 	})
 }
+
+// A spin lock reports its acquisitions, waits and releases as "spin lock".
+func TestEvents(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	_, c := testkit.Mini(t, redisync.WithEvents(func(e redisync.Event) {
+		mu.Lock()
+		got = append(got, e.Kind.String()+" "+e.Primitive)
+		mu.Unlock()
+	}))
+	l := newLock(t, c, "spin-events", quick)
+	held := mustLock(t, l, context.Background())
+	_, err := l.TryLock(context.Background(), time.Second) // its first try returns within the bound
+	require.ErrorIs(t, err, redisync.ErrNotAcquired)
+	mustUnlock(t, l, held)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"acquired spin lock", "waiting spin lock", "not acquired spin lock", "released spin lock"}, got)
+}

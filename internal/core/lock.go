@@ -19,8 +19,9 @@ import (
 
 // Hash locks described as data.
 //
-// rlock, fairlock and both sides of rwlock keep Redisson's lock hash (field: the owner, value: its
-// hold count) and differ only in their scripts, their side keys and how their waiters wait. Each
+// rlock, spinlock, fairlock and both sides of rwlock keep Redisson's lock hash (field: the owner,
+// value: its hold count) and differ only in their scripts, their side keys and how their waiters
+// wait (spinlock is rlock's spec with LockOptions.Backoff). Each
 // describes itself with a Spec; the engine fills each script's KEYS and ARGV by the names its header
 // declares (lua.Script.Keys and Args), reads the replies, which all lock scripts give alike, keeps
 // the holds, waits, renews, and sends every call exactly once.
@@ -49,7 +50,7 @@ import (
 
 // Spec describes one kind of hash lock.
 type Spec struct {
-	Kind string // "lock", "fair lock", "read lock", "write lock": for errors and events
+	Kind string // "lock", "spin lock", "fair lock", "read lock", "write lock": for errors and events
 	// Keys names the side keys the scripts take, each given by its form in Redisson's naming:
 	// "prefix" is "prefix:{N}", "prefix:" is "prefix:{N}:" (a channel prefix that an id completes),
 	// ":suffix" is "{N}:suffix", and ":" is "{N}:". Two names say how waiters wait: "channel" is where
