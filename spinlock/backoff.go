@@ -17,8 +17,8 @@ type Backoff interface {
 }
 
 // ExponentialBackoff is Redisson's LockOptions.ExponentialBackOff: the first sleep is Initial, and
-// each next one Multiplier times the last plus a jitter of up to one millisecond for each sleep so
-// far, never more than Max. A zero field takes Redisson's default: Initial 1 ms, Max 128 ms,
+// each next one Multiplier times the last plus a random jitter under n ms after the nth sleep,
+// never more than Max. A zero field takes Redisson's default: Initial 1 ms, Max 128 ms,
 // Multiplier 2. New refuses, with redisync.ErrInvalidArgument, a negative field and an Initial
 // above Max.
 type ExponentialBackoff struct {

@@ -1,6 +1,7 @@
 // Package spinlock is a distributed reentrant lock whose waiters poll instead of listening:
 // Redisson's RSpinLock. It is the same lock in Redis as package rlock and as Redisson's RLock and
-// RSpinLock on the same name (the same hash, fields and scripts), so all of them exclude each other.
+// RSpinLock on the same name (the same hash and fields, and rlock's scripts), so all of them exclude
+// each other.
 //
 // A waiter subscribes to nothing and leaves no record: after a try that fails, it sleeps as its
 // Backoff says (by default Redisson's ExponentialBackOff: 1 ms doubling up to 128 ms) and tries
