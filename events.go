@@ -66,7 +66,7 @@ func (k EventKind) String() string {
 // fields its Kind names are set.
 type Event struct {
 	Kind EventKind
-	// Primitive is the kind of object: "lock", "fair lock", "read lock", "write lock",
+	// Primitive is the kind of object: "lock", "spin lock", "fair lock", "read lock", "write lock",
 	// "semaphore", "expirable semaphore", "rate limiter", "countdown latch" (the words of
 	// its errors). Name is its name.
 	Primitive, Name string
@@ -80,10 +80,10 @@ type Event struct {
 }
 
 // WithEvents makes the Client call f with every Event: acquisitions, releases and losses of the
-// holds of rlock, fairlock and rwlock (and so of the MultiLocks built of them), failed renewals,
-// notifier reconnects, and the acquisitions of semaphore permits and rate limiter permits, the
-// awaits and count-downs of countdown latches, with their waits, refusals and failures. Releases
-// of permits are not reported: a permit is not a hold of the Client's.
+// holds of rlock, spinlock, fairlock and rwlock (and so of the MultiLocks built of them), failed
+// renewals, notifier reconnects, and the acquisitions of semaphore permits and rate limiter
+// permits, the awaits and count-downs of countdown latches, with their waits, refusals and
+// failures. Releases of permits are not reported: a permit is not a hold of the Client's.
 //
 // f runs synchronously on the library's goroutines: the one that called Lock or Unlock, the
 // watchdog's, the notifier's, or the garbage collector's cleanup goroutine. It must be quick and

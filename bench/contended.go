@@ -109,7 +109,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 		}
 		leftoversNote(t, ok, accs)
 		for _, l := range ok {
-			if a := accs[l.name]; failed[l.name] == nil && a != nil && (l.name == "redisync" || l.name == "fairlock") {
+			if a := accs[l.name]; failed[l.name] == nil && a != nil && (variant(l.name) || l.name == "fairlock") {
 				t.note("%s server calls per acquisition (scripts' inner calls included): %s", l.name, a.breakdown(8))
 			}
 		}

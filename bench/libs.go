@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/spinlock"
 )
 
 // A locker is one library's client on one deployment: what one process of its users would hold.
@@ -98,6 +100,21 @@ var libs = []*lib{
 		config: "bsm/redislock v0.9.4: TTL 30 s, RetryStrategy LinearBackoff(1 ms) (its default is no retry)",
 		open:   openBsm,
 	},
+}
+
+// variants are redisync's other locks that stand beside rlock in B3 and B4 (and B11): not peers,
+// so never the best peer that redisync is judged against.
+var variants = []*lib{
+	{
+		name:   "redisync-spin",
+		config: "spinlock.New(client, key) with defaults: waiters poll by Redisson's exponential back-off, 1 ms doubling to 128 ms; watchdog 30 s",
+		open:   openSpin,
+	},
+}
+
+// variant reports whether the library named name is redisync's, or a variant of it.
+func variant(name string) bool {
+	return name == "redisync" || slices.ContainsFunc(variants, func(l *lib) bool { return l.name == name })
 }
 
 func peers() []*lib {
@@ -222,6 +239,31 @@ func lockOwned(ctx context.Context, l ownedLock, wait time.Duration) (func(conte
 func (r *redisyncLocker) Close() {
 	r.c.Close()
 	r.c.Redis().Close()
+}
+
+// --- redisync's spin lock ---
+
+type spinLocker struct{ *redisyncLocker }
+
+func openSpin(d *deployment, n *atomic.Int64) (locker, error) {
+	lk, err := openRedisync(d, n)
+	if err != nil {
+		return nil, err
+	}
+	return spinLocker{lk.(*redisyncLocker)}, nil
+}
+
+func (s spinLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return s.TryLock(ctx, key, -1)
+}
+
+// TryLock waits at most wait (no bound when wait < 0).
+func (s spinLocker) TryLock(ctx context.Context, key string, wait time.Duration) (func(context.Context) error, error) {
+	l, err := spinlock.New(s.c, key)
+	if err != nil {
+		return nil, err
+	}
+	return lockOwned(ctx, l, wait)
 }
 
 // --- rueidislock ---

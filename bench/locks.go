@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -193,7 +194,7 @@ func (r *run) b3(id string, d *deployment) *table {
 	const goroutines = 50
 	t := newTable(id, "50 goroutines, distinct keys, one client", map[string]any{"deployment": d.name, "goroutines": goroutines},
 		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mOverlaps, mKeys, mMem)
-	all, ls := openAll(d, libs, 1, t)
+	all, ls := openAll(d, append(slices.Clone(libs), variants...), 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
 	overlaps := map[string]int64{}

@@ -76,8 +76,8 @@ func benchmain(quick bool, jsonPath, only string) int {
 	}
 	fmt.Printf("redisync benchmarks (%s run: %d interleaved slices of %v per library)\n%s\n", mode, r.reps, r.slice, m)
 	fmt.Println("libraries, configured as their users configure them:")
-	for _, l := range libs {
-		fmt.Printf("  %-12s %s\n", l.name, l.config)
+	for _, l := range append(slices.Clone(libs), variants...) {
+		fmt.Printf("  %-13s %s\n", l.name, l.config)
 	}
 
 	want := func(id string) bool {
@@ -142,7 +142,8 @@ func benchmain(quick bool, jsonPath, only string) int {
 	return 0
 }
 
-// contenders are the libraries that wait for a held lock (everything but the floor).
+// contenders are the libraries that wait for a held lock (everything but the floor), and
+// redisync's variants.
 func contenders() []*lib {
 	var out []*lib
 	for _, l := range libs {
@@ -150,7 +151,7 @@ func contenders() []*lib {
 			out = append(out, l)
 		}
 	}
-	return out
+	return append(out, variants...)
 }
 
 // benchOrder sorts "B5" before "B10".

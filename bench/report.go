@@ -70,7 +70,7 @@ func (t *table) expect(ok bool, target, format string, args ...any) {
 func (t *table) best(m metric) (string, float64) {
 	name, best := "", math.NaN()
 	for _, lib := range t.libs {
-		if lib == "redisync" || lib == "floor" {
+		if variant(lib) || lib == "floor" {
 			continue
 		}
 		v := t.get(lib, m.name)

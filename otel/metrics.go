@@ -1,7 +1,7 @@
 // Package redisyncotel records what a redisync Client's primitives do as OpenTelemetry metrics:
 // how long acquisitions take and how they end (acquired, refused, timed out, failed), how long
 // locks are held, how many holds and waiters there are now, losses, renewals, count-downs and the
-// errors Redis answered, by primitive ("lock", "fair lock", "read lock", "write lock",
+// errors Redis answered, by primitive ("lock", "spin lock", "fair lock", "read lock", "write lock",
 // "semaphore", "expirable semaphore", "rate limiter", "countdown latch").
 //
 // It is a module of its own, so that the library does not depend on OpenTelemetry:
@@ -141,7 +141,7 @@ func (m *Metrics) Option() redisync.Option { return redisync.WithEvents(m.Record
 
 // lockKinds are the primitives whose holds a Client keeps, and ends with EventReleased, EventLost
 // or EventAbandoned: their acquisitions count as held until then.
-var lockKinds = map[string]bool{"lock": true, "fair lock": true, "read lock": true, "write lock": true}
+var lockKinds = map[string]bool{"lock": true, "spin lock": true, "fair lock": true, "read lock": true, "write lock": true}
 
 // Record measures one event. It never blocks beyond the instruments' own work.
 func (m *Metrics) Record(e redisync.Event) {

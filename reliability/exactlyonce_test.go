@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
+	"github.com/redisync/redisync/spinlock"
 )
 
 // The exactly-once matrix: every state-changing call of every primitive, with the network losing
@@ -185,6 +187,45 @@ var eoCases = []eoCase{
 	}},
 	{"rlock/hand-over-claim", rlockHandOver},
 	{"rlock/waiter-try", rlockWaiterTry},
+	{"spinlock/Lock", func(x *eo) {
+		l := x.spin(x.c1, x.name)
+		f := x.arm(x.name)
+		held, err := l.Lock(x.ctx)
+		x.fired(f)
+		if !x.ok(err, "Lock") {
+			x.free(x.name, "a failed Lock")
+			return
+		}
+		x.unlock(l, held)
+		x.free(x.name, "one Lock and one Unlock")
+	}},
+	{"spinlock/re-entry", func(x *eo) {
+		l := x.spin(x.c1, x.name)
+		outer := x.lock(l)
+		f := x.arm(x.name)
+		inner, err := l.Lock(outer)
+		x.fired(f)
+		if !x.ok(err, "Lock through the held ctx") {
+			x.holdCount(x.name, x.c1, outer, 1, "a failed re-entry")
+			x.unlock(l, outer)
+			x.free(x.name, "a failed re-entry and one Unlock of the outer hold")
+			return
+		}
+		x.holdCount(x.name, x.c1, inner, 2, "one Lock and one re-entry")
+		x.unlock(l, inner)
+		x.unlock(l, outer)
+		x.free(x.name, "two Locks and two Unlocks")
+	}},
+	{"spinlock/Unlock", func(x *eo) {
+		l := x.spin(x.c1, x.name)
+		held := x.lock(l)
+		f := x.arm(x.name)
+		err := l.Unlock(held)
+		x.fired(f)
+		x.ok(err, "Unlock")
+		x.free(x.name, "one Lock and one Unlock")
+	}},
+	{"spinlock/spinning-try", spinWaiterTry},
 	{"fairlock/Lock", func(x *eo) {
 		l := x.fair(x.c1, x.name)
 		f := x.arm(x.name)
@@ -465,6 +506,60 @@ func rlockWaiterTry(x *eo) {
 	x.free(x.name, "one Lock and one Unlock")
 }
 
+// spinWaiterTry faults the try by which a spinning waiter takes a lock that a Java process
+// (Redisson's layout, written by hand) held and released: not its first try, and the only way it
+// learns of the release. The fault takes the first try of the waiter's that finds the lock free,
+// asked of the servers themselves before the try is forwarded.
+func spinWaiterTry(x *eo) {
+	l := x.spin(x.c1, x.name, spinlock.WithBackoff(spinlock.ConstantBackoff{Delay: 20 * time.Millisecond}))
+	x.exec("HSET", x.name, "java-client:1", "1")
+	x.exec("PEXPIRE", x.name, "60000")
+	var tries atomic.Int64
+	mine := from(x.c1)
+	f := x.arm(x.name, func(args []string) bool {
+		if !mine(args) {
+			return false
+		}
+		tries.Add(1)
+		for _, s := range x.env.tg.Servers {
+			if n, err := s.Do("EXISTS", x.name); err == nil && n == "1" {
+				return false
+			}
+		}
+		return true
+	})
+	type result struct {
+		held context.Context
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		held, err := l.Lock(x.ctx)
+		res <- result{held, err}
+	}()
+	testkit.Eventually(x.t, eoCall, func() error {
+		if n := tries.Load(); n < 3 {
+			return fmt.Errorf("the waiter has tried %d times", n)
+		}
+		return nil
+	})
+	x.exec("DEL", x.name) // Redisson's spin unlock: no message
+	x.fired(f)
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(eoCall):
+		x.t.Fatalf("the waiter did not return within %v after its try was faulted (%s)", eoCall, x.holds())
+	}
+	if !x.ok(r.err, "the spinning waiter's Lock (its acquiring try faulted)") {
+		x.free(x.name, "a failed Lock")
+		return
+	}
+	x.holdCount(x.name, x.c1, r.held, 1, "one Lock")
+	x.unlock(l, r.held)
+	x.free(x.name, "one Lock and one Unlock")
+}
+
 // recorded waits until a waiter of c is recorded beside the lock (README, Waiting).
 func (x *eo) recorded(c *redisync.Client) {
 	x.t.Helper()
@@ -696,6 +791,12 @@ func (x *eo) ok(err error, call string) bool {
 
 func (x *eo) rlock(c *redisync.Client, name string) *rlock.Lock {
 	l, err := rlock.New(c, name)
+	require.NoError(x.t, err)
+	return l
+}
+
+func (x *eo) spin(c *redisync.Client, name string, opts ...spinlock.Option) *spinlock.Lock {
+	l, err := spinlock.New(c, name, opts...)
 	require.NoError(x.t, err)
 	return l
 }
@@ -976,6 +1077,21 @@ func TestExactlyOnceBounded(t *testing.T) {
 		}},
 		{"rlock/Unlock", func(x *eo) error {
 			l := x.rlock(x.c1, x.name)
+			held := x.lock(l)
+			x.faultNext()
+			return l.Unlock(held)
+		}},
+		{"spinlock/Lock", func(x *eo) error {
+			l := x.spin(x.c1, x.name)
+			x.faultNext()
+			held, err := l.Lock(context.Background())
+			if err == nil {
+				err = l.Unlock(held)
+			}
+			return err
+		}},
+		{"spinlock/Unlock", func(x *eo) error {
+			l := x.spin(x.c1, x.name)
 			held := x.lock(l)
 			x.faultNext()
 			return l.Unlock(held)

@@ -19,8 +19,9 @@ import (
 
 // Hash locks described as data.
 //
-// rlock, fairlock and both sides of rwlock keep Redisson's lock hash (field: the owner, value: its
-// hold count) and differ only in their scripts, their side keys and how their waiters wait. Each
+// rlock, spinlock, fairlock and both sides of rwlock keep Redisson's lock hash (field: the owner,
+// value: its hold count) and differ only in their scripts, their side keys and how their waiters
+// wait (spinlock is rlock's spec with LockOptions.Backoff). Each
 // describes itself with a Spec; the engine fills each script's KEYS and ARGV by the names its header
 // declares (lua.Script.Keys and Args), reads the replies, which all lock scripts give alike, keeps
 // the holds, waits, renews, and sends every call exactly once.
@@ -49,7 +50,7 @@ import (
 
 // Spec describes one kind of hash lock.
 type Spec struct {
-	Kind string // "lock", "fair lock", "read lock", "write lock": for errors and events
+	Kind string // "lock", "spin lock", "fair lock", "read lock", "write lock": for errors and events
 	// Keys names the side keys the scripts take, each given by its form in Redisson's naming:
 	// "prefix" is "prefix:{N}", "prefix:" is "prefix:{N}:" (a channel prefix that an id completes),
 	// ":suffix" is "{N}:suffix", and ":" is "{N}:". Two names say how waiters wait: "channel" is where
@@ -85,7 +86,8 @@ type LockOptions struct {
 	// values a group lock locks. Locks of one name with different tails are different locks.
 	Tail []string
 	// Backoff, when set, makes waiters spin: instead of waiting for notifications, a waiter sleeps
-	// between tries for what a policy, made by Backoff for each acquisition, says next.
+	// between tries for what a policy, made by Backoff for each acquisition whose first try fails,
+	// says next.
 	Backoff func() func() time.Duration
 }
 
@@ -385,9 +387,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 	if w.lease == 0 {
 		w.lease = c.cfg.WatchdogTimeout
 	}
-	if l.backoff != nil {
-		a.next = l.backoff() // spins: no channel, each try's wait is the policy's
-	} else if wait != 0 {
+	if l.backoff == nil && wait != 0 { // a spinning waiter listens to nothing: each try's wait is its policy's
 		a.v[vWaits] = "1"
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
@@ -440,7 +440,7 @@ type attempt struct {
 	score int64       // of the record the last failed try left: a hand-over must come after it
 	count int64       // the owner's count once acquired
 	token int64
-	next  func() time.Duration // a spinning waiter's back-off policy
+	next  func() time.Duration // a spinning waiter's back-off policy, once a try failed
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -474,7 +474,10 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 		if a.v[vLinger] != "" {
 			c.listed(l.clients, sent, pubsub.Linger/2)
 		}
-	case a.next != nil && err == nil && !t.refused:
+	case l.backoff != nil && err == nil && !t.refused:
+		if a.next == nil { // made at the first try that fails, as Redisson does: none uncontended
+			a.next = l.backoff()
+		}
 		t.retryIn = a.next()
 	case t.refused && l.spec.Refused != nil:
 		err = l.spec.Refused

@@ -1,0 +1,386 @@
+package spinlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/spinlock"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// slow makes a Client's waiters that listen try on their own only once a minute: a waiter of such a
+// Client that gets the lock promptly was woken, or did not listen.
+var slow = redisync.WithRecheckInterval(time.Minute)
+
+// quick keeps contended tests short: spinning waiters sleep at most 8 ms.
+var quick = spinlock.WithBackoff(spinlock.ExponentialBackoff{Max: 8 * time.Millisecond})
+
+func newLock(t testing.TB, c *redisync.Client, name string, opts ...spinlock.Option) *spinlock.Lock {
+	t.Helper()
+	l, err := spinlock.New(c, name, opts...)
+	require.NoError(t, err)
+	return l
+}
+
+func mustLock(t testing.TB, l *spinlock.Lock, ctx context.Context) context.Context {
+	t.Helper()
+	held, err := l.Lock(ctx)
+	require.NoError(t, err, "Lock")
+	return held
+}
+
+func mustUnlock(t testing.TB, l *spinlock.Lock, ctx context.Context) {
+	t.Helper()
+	require.NoError(t, l.Unlock(ctx), "Unlock")
+}
+
+func lockIn(l interface {
+	Lock(context.Context) (context.Context, error)
+}, ctx context.Context) <-chan testkit.Acquired {
+	return testkit.Background(func() (context.Context, error) { return l.Lock(ctx) })
+}
+
+// tries counts the lock scripts on one name that a Client sends: a spinning waiter's tries.
+type tries struct {
+	rueidis.Client
+	name string
+	n    *atomic.Int64
+}
+
+func (c tries) count(cmd rueidis.Completed) {
+	if a := cmd.Commands(); len(a) > 3 && strings.HasPrefix(a[0], "EVAL") && a[3] == c.name {
+		c.n.Add(1)
+	}
+}
+
+func (c tries) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c tries) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		c.count(cmd)
+	}
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// counted returns a Client on tg whose scripts on name are counted, once every script the lock
+// sends is known to the server (a first EVALSHA answered NOSCRIPT is sent again as EVAL).
+func counted(t *testing.T, tg *testkit.Target, name string, opts ...redisync.Option) (*redisync.Client, *atomic.Int64) {
+	t.Helper()
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: tg.Addrs, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(rdb.Close)
+	n := new(atomic.Int64)
+	c, err := redisync.Wrap(tries{rdb, name, n}, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { testkit.CloseClean(t, c) })
+	warm := newLock(t, c, name)
+	mustUnlock(t, warm, mustLock(t, warm, context.Background()))
+	n.Store(0)
+	return c, n
+}
+
+// noSubscriptions requires that no node of tg has a channel subscribed, and that c's notifier has
+// no waiter, now.
+func noSubscriptions(t *testing.T, tg *testkit.Target, c *redisync.Client) {
+	t.Helper()
+	require.Zero(t, core.Of(c).Notifier().Waiters(), "waiters in the spinning Client's notifier")
+	for _, s := range tg.Servers {
+		for _, cmd := range []string{"CHANNELS", "SHARDCHANNELS"} {
+			out, err := s.Do("PUBSUB", cmd)
+			require.NoError(t, err)
+			require.Empty(t, strings.TrimSpace(out), "PUBSUB %s on %s while a waiter spins", cmd, s.Addr)
+		}
+	}
+}
+
+// noRecords requires that nothing records a waiter or a listening Client beside the lock.
+func noRecords(t *testing.T, tg *testkit.Target, name string) {
+	t.Helper()
+	rdb := tg.Redis(t)
+	for _, k := range []string{"redisync_lock_waiters:{" + name + "}", "redisync_lock_clients:{" + name + "}"} {
+		require.Equal(t, "0", testkit.DoString(t, rdb, "EXISTS", k), "%s while a waiter spins", k)
+	}
+}
+
+// Many owners on several Clients and goroutines: one inside at a time, no increment lost.
+func TestMutualExclusion(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		const clients, goroutines, rounds = 4, 4, 25
+		var sec testkit.Section
+		var mu sync.Mutex
+		counter := 0
+		var wg sync.WaitGroup
+		for range clients {
+			l := newLock(t, tg.Client(t), "spin-mutex", quick)
+			for range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range rounds {
+						err := l.Do(context.Background(), func(ctx context.Context) error {
+							sec.Enter()
+							defer sec.Leave()
+							mu.Lock()
+							v := counter
+							mu.Unlock()
+							time.Sleep(50 * time.Microsecond) // an overlap loses an increment
+							mu.Lock()
+							counter = v + 1
+							mu.Unlock()
+							return nil
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, sec.Max(), "owners inside at once")
+		require.Equal(t, clients*goroutines*rounds, counter)
+	})
+}
+
+func TestReentryAndNonReentrant(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		l := newLock(t, tg.Client(t), "spin-reentry")
+		other := newLock(t, tg.Client(t), "spin-reentry")
+		outer := mustLock(t, l, ctx)
+		inner := mustLock(t, l, outer)
+		n, err := l.HoldCount(inner)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		_, err = other.TryLock(ctx, 0)
+		require.ErrorIs(t, err, redisync.ErrNotAcquired)
+		mustUnlock(t, l, inner)
+		held, err := l.IsHeld(outer)
+		require.NoError(t, err)
+		require.True(t, held)
+		mustUnlock(t, l, outer)
+		require.ErrorIs(t, context.Cause(outer), redisync.ErrReleased)
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked)
+
+		nr := newLock(t, tg.Client(t), "spin-non-reentrant", spinlock.NonReentrant())
+		h := mustLock(t, nr, ctx)
+		_, err = nr.TryLock(h, time.Second)
+		require.ErrorIs(t, err, redisync.ErrAlreadyHeld)
+		_, err = nr.Lock(h)
+		require.ErrorIs(t, err, redisync.ErrAlreadyHeld)
+		n, err = nr.HoldCount(h)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "hold count after a refused re-entry")
+		require.NoError(t, h.Err())
+		mustUnlock(t, nr, h)
+	})
+}
+
+// Tokens grow with every acquisition, re-entry included, from the counter rlock's fenced locks use.
+func TestFencing(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		counter := "redisson_lock_token:{spin-fenced}"
+		testkit.Do(t, tg.Redis(t), "DEL", counter)
+		a := newLock(t, tg.Client(t), "spin-fenced", spinlock.WithFencing())
+		b := newLock(t, tg.Client(t), "spin-fenced", spinlock.WithFencing())
+		var last int64
+		for range 3 {
+			for _, l := range []*spinlock.Lock{a, b} {
+				outer := mustLock(t, l, ctx)
+				inner := mustLock(t, l, outer)
+				for _, h := range []context.Context{outer, inner} {
+					tok, ok := l.Token(h)
+					require.True(t, ok)
+					require.Greater(t, tok, last)
+					last = tok
+				}
+				mustUnlock(t, l, inner)
+				mustUnlock(t, l, outer)
+			}
+		}
+		require.Equal(t, strconv.FormatInt(last, 10), testkit.DoString(t, tg.Redis(t), "GET", counter))
+		plain := newLock(t, tg.Client(t), "spin-fenced")
+		h := mustLock(t, plain, ctx)
+		_, ok := plain.Token(h)
+		require.False(t, ok, "a token without WithFencing")
+		mustUnlock(t, plain, h)
+	})
+}
+
+// A fixed lease ends by itself, and a spinning waiter takes the lock after it.
+func TestLease(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		l := newLock(t, tg.Client(t), "spin-lease", spinlock.WithLease(time.Second))
+		other := newLock(t, tg.Client(t), "spin-lease", quick)
+		start := time.Now()
+		held := mustLock(t, l, ctx)
+		dl, ok := held.Deadline()
+		require.True(t, ok, "a leased hold's ctx has a deadline")
+		require.WithinRange(t, dl, start, time.Now().Add(time.Second))
+		ttl, err := l.TTL(ctx)
+		require.NoError(t, err)
+		require.True(t, ttl > 0 && ttl <= time.Second, "TTL %v", ttl)
+		next, err := other.TryLock(ctx, 20*time.Second)
+		require.NoError(t, err, "the waiter after the lease")
+		<-held.Done()
+		require.ErrorIs(t, context.Cause(held), redisync.ErrLost)
+		require.ErrorIs(t, l.Unlock(held), redisync.ErrNotHeld)
+		mustUnlock(t, other, next)
+	})
+}
+
+// A waiter spins: it subscribes to nothing and records nothing, tries at its policy's pace, and the
+// first try after the release takes the lock.
+func TestWaiterSpins(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		const name = "spin-waits"
+		const delay = 20 * time.Millisecond
+		holder := newLock(t, tg.Client(t), name)
+		c, n := counted(t, tg, name, slow)
+		waiter := newLock(t, c, name, spinlock.WithBackoff(spinlock.ConstantBackoff{Delay: delay}))
+		held := mustLock(t, holder, context.Background())
+		got := lockIn(waiter, context.Background())
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if n.Load() < 5 {
+				return fmt.Errorf("%d tries so far", n.Load())
+			}
+			return nil
+		})
+		noSubscriptions(t, tg, c)
+		noRecords(t, tg, name)
+		before := n.Load()
+		mustUnlock(t, holder, held)
+		// The holder's lease is the watchdog's 30 s, and the waiter's Client would recheck after a
+		// minute: only its own tries can take the lock now. A try already on its way may miss the
+		// release; the one after it cannot.
+		h := testkit.Await(t, got, "the spinning waiter")
+		require.LessOrEqual(t, n.Load()-before, int64(2), "tries after the release")
+		mustUnlock(t, waiter, h)
+	})
+}
+
+// maxTries is how many tries at most a wait bound of wait leaves room for with a policy whose sleeps
+// are at least lower: the first, and one after each sleep, the last sleep being cut short at the
+// bound.
+func maxTries(wait time.Duration, lower []time.Duration) int64 {
+	var slept time.Duration
+	for k, d := range lower {
+		if slept >= wait {
+			return int64(k) + 1
+		}
+		slept += d
+	}
+	panic("lower too short")
+}
+
+// The sleeps of ExponentialBackoff{} without its jitter, which only lengthens them.
+func exponentialFloor(n int) []time.Duration {
+	out := []time.Duration{time.Millisecond}
+	for len(out) < n {
+		out = append(out, min(2*out[len(out)-1], 128*time.Millisecond))
+	}
+	return out
+}
+
+// Against a held lock, TryLock tries as often as its policy lets it within the bound and no more,
+// returns ErrNotAcquired not before the bound, and a try with wait 0 is one try. Redisson's default
+// policy is the default.
+func TestBackoffPacesTries(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		const name = "spin-paced"
+		ctx := context.Background()
+		holder := newLock(t, tg.Client(t), name)
+		c, n := counted(t, tg, name)
+		held := mustLock(t, holder, ctx)
+		defer mustUnlock(t, holder, held)
+
+		const wait = time.Second
+		for _, tc := range []struct {
+			name  string
+			opts  []spinlock.Option
+			lower []time.Duration
+		}{
+			{"default", nil, exponentialFloor(100)},
+			{"constant", []spinlock.Option{spinlock.WithBackoff(spinlock.ConstantBackoff{Delay: 100 * time.Millisecond})},
+				slices.Repeat([]time.Duration{100 * time.Millisecond}, 100)},
+		} {
+			l := newLock(t, c, name, tc.opts...)
+			n.Store(0)
+			_, err := l.TryLock(ctx, 0)
+			require.ErrorIs(t, err, redisync.ErrNotAcquired)
+			require.EqualValues(t, 1, n.Load(), "%s: tries of TryLock(0)", tc.name)
+
+			n.Store(0)
+			start := time.Now()
+			_, err = l.TryLock(ctx, wait)
+			took := time.Since(start)
+			require.ErrorIs(t, err, redisync.ErrNotAcquired)
+			require.GreaterOrEqual(t, took, wait, "%s: TryLock gave up before its bound", tc.name)
+			require.Less(t, took, wait+core.Overtime+2*time.Second, "%s: TryLock kept trying long after its bound", tc.name)
+			most := maxTries(wait, tc.lower)
+			t.Logf("%s: %d tries in %v (at most %d)", tc.name, n.Load(), took, most)
+			require.LessOrEqual(t, n.Load(), most, "%s: tries within %v", tc.name, wait)
+			require.GreaterOrEqual(t, n.Load(), int64(4), "%s: tries within %v", tc.name, wait)
+		}
+
+		// A ctx that ends stops a spinning waiter at once.
+		l := newLock(t, c, name)
+		wctx, cancel := context.WithCancel(ctx)
+		got := lockIn(l, wctx)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if n.Load() < 2 {
+				return errors.New("not spinning yet")
+			}
+			return nil
+		})
+		cancel()
+		select {
+		case r := <-got:
+			require.ErrorIs(t, r.Err, context.Canceled)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a cancelled spinning waiter did not return")
+		}
+	})
+}
+
+// A spin lock reports its acquisitions, waits and releases as "spin lock".
+func TestEvents(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	_, c := testkit.Mini(t, redisync.WithEvents(func(e redisync.Event) {
+		mu.Lock()
+		got = append(got, e.Kind.String()+" "+e.Primitive)
+		mu.Unlock()
+	}))
+	l := newLock(t, c, "spin-events", quick)
+	held := mustLock(t, l, context.Background())
+	_, err := l.TryLock(context.Background(), time.Second) // its first try returns within the bound
+	require.ErrorIs(t, err, redisync.ErrNotAcquired)
+	mustUnlock(t, l, held)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"acquired spin lock", "waiting spin lock", "not acquired spin lock", "released spin lock"}, got)
+}
