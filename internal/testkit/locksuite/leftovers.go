@@ -134,7 +134,7 @@ func (s *Suite) giveUps(t *testing.T, tg *testkit.Target) {
 		c.start()
 	}
 	testkit.Eventually(t, 10*time.Second, func() error {
-		if testkit.Waiters(cs[2]) == 0 {
+		if !s.waits(cs[2]) {
 			return errors.New("the waiter to cancel does not wait yet")
 		}
 		return nil

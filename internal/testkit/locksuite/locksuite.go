@@ -72,6 +72,9 @@ type Kind struct {
 	Lease        bool // New honours Options.Lease
 	Fencing      bool // New honours Options.Fencing, and returns a Fenced then
 	NonReentrant bool // New honours Options.NonReentrant
+	// Spins: a waiter sleeps between its tries instead of listening (a spin lock): it subscribes to
+	// nothing, and its wait is seen as the Client's record of the acquisition under way.
+	Spins bool
 
 	// Kept returns the keys without expiry that the lock called name, made with o, keeps in Redis by
 	// design when free (a fencing counter). Nil means none.
@@ -84,6 +87,14 @@ type Kind struct {
 	// Queries returns the kind's own read-only calls beyond Lock's (a fair lock's Waiting), which
 	// must fail on a dead server within the bound of every query.
 	Queries func(l Lock) map[string]func(ctx context.Context) error
+}
+
+// waits reports whether an acquisition of the kind waits on c, which holds nothing else.
+func (s *Suite) waits(c *redisync.Client) bool {
+	if s.Kind.Spins {
+		return testkit.Holds(c) > 0
+	}
+	return testkit.Waiters(c) > 0
 }
 
 // Suite is the conformance suite for one Kind on the shared servers. Its cases take the *testing.T
