@@ -48,22 +48,40 @@ func New(name, src string) *Script {
 }
 
 // Load returns the library's script made of the embedded files names, in order: the first ones can
-// define functions that the last one calls, so that scripts share code without a round trip. The
-// script's KEYS and ARGV are those the last file declares in its header. It panics when a file is
-// missing, which only a mistake in this module can cause, and any test that loads the package finds.
+// define functions that the last one calls, so that scripts share code without a round trip. A line
+// "--! INCLUDE a.lua b.lua" in a file stands for those files, there: code that only a rare branch
+// needs is then defined in that branch, and costs the common path nothing (every call runs the whole
+// chunk, and each function it defines is made anew). The script's KEYS and ARGV are those the last
+// file declares in its header. It panics when a file is missing, which only a mistake in this module
+// can cause, and any test that loads the package finds.
 func Load(names ...string) *Script {
 	parts := make([]string, len(names))
 	for i, name := range names {
-		b, err := files.ReadFile(name)
-		if err != nil {
-			panic(fmt.Sprintf("lua: %v", err))
-		}
-		parts[i] = string(b)
+		parts[i] = expand(name, 0)
 	}
 	main := parts[len(parts)-1]
 	s := build(names[len(names)-1], strings.Join(parts, "\n"), 0)
 	s.keys, s.args = declared(main, "KEYS"), declared(main, "ARGV")
 	return s
+}
+
+// expand returns the embedded file name with its INCLUDE lines replaced.
+func expand(name string, depth int) string {
+	b, err := files.ReadFile(name)
+	if err != nil || depth > 4 {
+		panic(fmt.Sprintf("lua: %s: %v (included %d deep)", name, err, depth))
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "--! INCLUDE "); ok {
+			var inc []string
+			for _, f := range strings.Fields(rest) {
+				inc = append(inc, expand(f, depth+1))
+			}
+			lines[i] = strings.Join(inc, "\n")
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // build prefixes src with its mode.
