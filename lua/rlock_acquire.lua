@@ -1,8 +1,8 @@
 --! KEYS lock counter waiters clients memo
 --! ARGV field held rid lease reentrant fenced window client linger recorded tag
--- A try of an acquisition of a reentrant lock whose waiter listens (wake_records.lua comes first):
--- when it does not acquire, it records the waiter (rlock_wake.lua), which a release may then hand
--- the lock to. Replies as core/lock.go says ({0, pttl, score}: recorded with that score), exactly
+-- A try of an acquisition of a reentrant lock whose waiter listens: when it does not acquire, it
+-- records the waiter (record.lua, defined only where it is called; see rlock_wake.lua), which a
+-- release may then hand the lock to. Replies as core/lock.go says ({0, pttl, score}: recorded with that score), exactly
 -- once as rlock_try.lua says.
 -- window: ms within which the waiter tries again ('0': no record); client: this client's id; linger:
 -- ms the client listens after its last waiter left ('': it listed itself recently enough);
@@ -31,6 +31,7 @@ if turn then
   local left = math.ceil((turn - (t[1] * 1000000 + t[2])) / 1000)
   if left > 0 then
     if ARGV[7] ~= '0' then
+      --! INCLUDE record.lua
       return {0, left, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9])}
     end
     return {0, left}
@@ -70,6 +71,7 @@ if free or count > 0 then
   return {1, n, token}
 end
 if ARGV[7] ~= '0' then
+  --! INCLUDE record.lua
   return {0, ttl, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9])}
 end
 return {0, ttl}

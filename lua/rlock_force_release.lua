@@ -1,7 +1,8 @@
 --! KEYS lock counter waiters clients channel wake memo
 --! ARGV rid publish numsub
--- Release a lock whoever holds it (rlock_wake.lua comes first, with the order of KEYS). Returns 1 if
+-- Release a lock whoever holds it. Returns 1 if
 -- it was held; the answer is kept under the memo, which a re-sent request answers (MODE 1).
+--! INCLUDE wake_records.lua rlock_wake.lua
 local memo = KEYS[7] .. ARGV[1]
 if MODE == 1 then
   local done = redis.call('get', memo)

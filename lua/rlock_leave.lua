@@ -1,8 +1,9 @@
 --! KEYS lock counter waiters clients channel wake
 --! ARGV field tag publish numsub
 -- A waiter that left: remove its record, and give back the lock if a release handed it to that
--- waiter and nobody took the grant (rlock_wake.lua comes first, with the order of KEYS).
+-- waiter and nobody took the grant.
 -- Returns 1 when it gave a grant back. Sending it twice does what sending it once does.
+--! INCLUDE wake_records.lua rlock_wake.lua
 if ARGV[2] == '' then
   return 0
 end

@@ -1,8 +1,10 @@
 --! KEYS lock counter waiters clients channel wake memo
 --! ARGV field held rid lease publish numsub
--- Release one hold of a reentrant lock (wake_records.lua and rlock_wake.lua come first, with the
--- order of KEYS). Replies as core/lock.go says: the holds the owner keeps (0: released, and a waiter
--- woken or handed the lock), -1 when it held nothing.
+-- Release one hold of a reentrant lock. Replies as core/lock.go says: the holds the owner keeps (0:
+-- released, and a waiter woken or handed the lock), -1 when it held nothing.
+--
+-- The uncontended release is Redisson's own: HGET, DEL, and its '0' on the lock's channel. Only a
+-- lock with waiter records runs the hand-over (rlock_wake.lua), whose code is defined there alone.
 --
 -- Exactly once (core/once.go): held is how many holds the client counts for the owner, and nothing
 -- changes them until it has the answer. Only a release that finds another count keeps its answer
@@ -11,36 +13,41 @@
 -- MODE 2 gives back an acquisition whose answer never came, under that acquisition's rid: held
 -- counts it. It took effect if it kept a memo, or if the owner's count is the one it made; the memo
 -- then says 'undone', so that a give-back sent again gives back nothing more.
-local held, memo = tonumber(ARGV[2]), KEYS[7] .. ARGV[3]
 if MODE == 1 then
-  local done = redis.call('get', memo)
+  local done = redis.call('get', KEYS[7] .. ARGV[3])
   if done then return tonumber(done) end
 end
 local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if MODE == 2 then
-  local m = redis.call('get', memo)
-  if m == 'undone' or (not m and count ~= held) then
+  local m = redis.call('get', KEYS[7] .. ARGV[3])
+  if m == 'undone' or (not m and count ~= tonumber(ARGV[2])) then
     return -3
   end
-  redis.call('set', memo, 'undone', 'px', 60000)
+  redis.call('set', KEYS[7] .. ARGV[3], 'undone', 'px', 60000)
 end
 if not count then
-  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
+  if MODE == 1 and ARGV[2] == '1' then return 0 end -- the first send released the last hold
   return -1
 end
-if MODE == 1 and count == held - 1 then
+if MODE == 1 and count == tonumber(ARGV[2]) - 1 then
   return count -- the first send released it
 end
 if count > 1 then
+  local held = tonumber(ARGV[2])
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) then -- the holds left keep what they were promised
     redis.call('pexpire', KEYS[1], ARGV[4])
   end
   if count ~= held and MODE ~= 2 then
-    redis.call('set', memo, count - 1, 'px', 60000)
+    redis.call('set', KEYS[7] .. ARGV[3], count - 1, 'px', 60000)
   end
   return count - 1
 end
 redis.call('del', KEYS[1])
-wake(ARGV[5], ARGV[6])
+if ARGV[6] ~= '' and redis.call('exists', KEYS[3]) == 1 then
+  --! INCLUDE wake_records.lua rlock_wake.lua
+  wake(ARGV[5], ARGV[6])
+else
+  redis.call(ARGV[5], KEYS[5], '0') -- nobody of ours waits, or nobody can tell: Redisson's message
+end
 return 0

@@ -47,7 +47,7 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("wake_records.lua", "once.lua", "semaphore_acquire.lua")
+	acquireScript = lua.Load("record.lua", "once.lua", "semaphore_acquire.lua")
 	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_add.lua")
 	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")

@@ -39,11 +39,11 @@ var spec = &core.Spec{
 	},
 	Scripts: map[string]*lua.Script{
 		"try":     lua.Load("rlock_try.lua"),
-		"acquire": lua.Load("wake_records.lua", "rlock_acquire.lua"),
-		"release": lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_release.lua"),
+		"acquire": lua.Load("rlock_acquire.lua"),
+		"release": lua.Load("rlock_release.lua"),
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"),
-		"force":   lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua"),
-		"leave":   lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_leave.lua"),
+		"force":   lua.Load("rlock_force_release.lua"),
+		"leave":   lua.Load("rlock_leave.lua"),
 	},
 	Policy: pubsub.WakeOne,
 }
