@@ -3,6 +3,7 @@
 // raw floor and to the best peer, measured in the same run with the libraries interleaved.
 //
 //	cd bench && go run . [-quick] [-json FILE] [-only B1,B4]
+//	cd bench && go run . -scripts    # what each lock script costs the server, driven raw
 package main
 
 import (
@@ -24,7 +25,15 @@ func main() {
 	quick := flag.Bool("quick", false, "short slices and fewer repetitions (under 2 minutes)")
 	jsonPath := flag.String("json", "", "write every figure to `FILE` as JSON rows")
 	only := flag.String("only", "", "comma-separated benchmark ids to run (default: all)")
+	scripts := flag.Bool("scripts", false, "print what each lock script costs the server, driven raw, and exit")
 	flag.Parse()
+	if *scripts {
+		if err := scriptCosts(os.Stdout, 2*time.Second, 5); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(benchmain(*quick, *jsonPath, *only))
 }
 

@@ -3,8 +3,9 @@
 -- Release one hold of a reentrant lock. Replies as core/lock.go says: the holds the owner keeps (0:
 -- released, and a waiter woken or handed the lock), -1 when it held nothing.
 --
--- The uncontended release is Redisson's own: HGET, DEL, and its '0' on the lock's channel. Only a
--- lock with waiter records runs the hand-over (rlock_wake.lua), whose code is defined there alone.
+-- The uncontended release is HGET, DEL, and a count of who listens on the lock's channel: its '0'
+-- goes out to listeners only (Redisson's unlock message), and only a lock with waiter records runs
+-- the hand-over (rlock_wake.lua), whose code is defined there alone.
 --
 -- Exactly once (core/once.go): held is how many holds the client counts for the owner, and nothing
 -- changes them until it has the answer. Only a release that finds another count keeps its answer
@@ -44,10 +45,15 @@ if count > 1 then
   return count - 1
 end
 redis.call('del', KEYS[1])
+-- Every waiter of ours listens on the lock's channel too: when nobody does, nobody waits. Where
+-- subscriber counts cannot be trusted (numsub ''), every waiter is woken as Redisson does.
+if ARGV[6] ~= '' and redis.call('pubsub', ARGV[6], KEYS[5])[2] == 0 then
+  return 0
+end
 if ARGV[6] ~= '' and redis.call('exists', KEYS[3]) == 1 then
   --! INCLUDE wake_records.lua rlock_wake.lua
   wake(ARGV[5], ARGV[6])
 else
-  redis.call(ARGV[5], KEYS[5], '0') -- nobody of ours waits, or nobody can tell: Redisson's message
+  redis.call(ARGV[5], KEYS[5], '0') -- nobody of ours waits: Redisson's message
 end
 return 0

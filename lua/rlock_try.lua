@@ -19,6 +19,20 @@ if MODE == 1 then
     return {1, n, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
   end
 end
+if redis.call('exists', KEYS[1], KEYS[3]) == 0 then
+  -- Free, with no waiter recorded and no Java waiter's turn (whose mark is among the records): the
+  -- acquisition is Redisson's own, and replies the count alone when it takes no token.
+  redis.call('hset', KEYS[1], ARGV[1], 1)
+  redis.call('pexpire', KEYS[1], ARGV[4])
+  if ARGV[6] ~= '1' and ARGV[2] == '0' then
+    return 1
+  end
+  local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
+  if ARGV[2] ~= '0' then
+    redis.call('set', KEYS[4] .. ARGV[3], '1 ' .. token, 'px', 60000)
+  end
+  return {1, 1, token}
+end
 local ttl = redis.call('pttl', KEYS[1])
 local count = ttl ~= -2 and tonumber(redis.call('hget', KEYS[1], ARGV[1])) or 0
 if ttl == -2 then

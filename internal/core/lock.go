@@ -41,12 +41,12 @@ import (
 //     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
 //     waiter may have queued).
 //
-// The replies: an acquisition answers {1, count, token} when acquired, {0, ms} or {0, ms, score} when
-// not (try again within ms; score: of the record the try left), {2} when the owner holds the lock and
-// re-entry is not allowed, {3} when it is refused (Spec.Refused). A release answers how many
-// acquisitions the owner keeps, or -1 when it held none; given back (its Undo variant), -3 when there
-// was nothing to give back. A renewal answers one integer per hold, 1 when renewed. A forced release
-// answers 1 when the lock was held.
+// The replies: an acquisition answers {1, count, token} when acquired (or the count alone when it
+// took no token), {0, ms} or {0, ms, score} when not (try again within ms; score: of the record the
+// try left), {2} when the owner holds the lock and re-entry is not allowed, {3} when it is refused
+// (Spec.Refused). A release answers how many acquisitions the owner keeps, or -1 when it held none;
+// given back (its Undo variant), -3 when there was nothing to give back. A renewal answers one
+// integer per hold, 1 when renewed. A forced release answers 1 when the lock was held.
 
 // Spec describes one kind of hash lock.
 type Spec struct {
@@ -569,6 +569,9 @@ type lockTry struct {
 
 // readTry reads an acquisition's reply; re-entry refused is ErrAlreadyHeld.
 func readTry(reply rueidis.RedisResult) (lockTry, error) {
+	if n, err := reply.AsInt64(); err == nil && n > 0 {
+		return lockTry{acquired: true, count: n}, nil // acquired, no token: the count alone
+	}
 	arr, err := reply.ToArray() // read in place: AsIntSlice would allocate
 	if err != nil {
 		return lockTry{}, err
