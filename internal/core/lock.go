@@ -382,8 +382,8 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 		}
 		return nil, err
 	}
-	if a.count != int64(held)+1 {
-		c.DeleteLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
+	if l.keptMemo(a.count, held) {
+		c.DeleteLater(l.memo(a.v[vRid]))
 	}
 	heldCtx := h.commit(parent, l.lease, start)
 	m.done(nil)
@@ -459,9 +459,17 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 	}
 	v[vRid] = l.c.RequestID()
 	l.sendRelease(ctx, &v, false)
-	if a.count != int64(a.held)+1 {
-		l.c.DeleteLater(l.memo(a.v[vRid])) // the try kept a memo
+	if l.keptMemo(a.count, a.held) {
+		l.c.DeleteLater(l.memo(a.v[vRid]))
 	}
+}
+
+// keptMemo reports whether an acquisition that made the owner's count count, where the client
+// counted held before it, kept a memo: where Redis counted otherwise than this client, and always
+// for a lock over a list of values, whose counts are the values' (one owner's holds of overlapping
+// lists share them), so that no count tells whether a lost send acquired.
+func (l *Lock) keptMemo(count int64, held int) bool {
+	return count != int64(held)+1 || len(l.tail) > 0
 }
 
 // apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
@@ -609,8 +617,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, Errorf(l.spec.Kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
-	if n == 1 { // every hold on the name went with the hash
-		l.c.loseHolds(l.name, fmt.Errorf("%w: forced unlock", ErrLost))
+	if n == 1 { // every hold on the name went with the hash, or on the values of the tail
+		l.c.loseHolds(l.name, l.tail, fmt.Errorf("%w: forced unlock", ErrLost))
 	}
 	return n == 1, nil
 }
