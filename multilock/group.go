@@ -40,8 +40,9 @@ import (
 // expire_time is read and written against the Redis server's clock (TIME, inside the scripts);
 // Redisson's scripts are given the Java client's clock instead. Where Java and Go processes share a
 // group, a Java host whose clock is ahead of the server's by d sees Go holds end d early (and its own
-// last d longer for Go): exclusion holds while d stays below what is left of a lease when it is
-// renewed (two thirds of the watchdog timeout, 20 s by default), which NTP keeps by far.
+// last d longer for Go): exclusion holds while d stays below what is left of a Go hold's lease. A
+// watchdog hold keeps at least two thirds of the watchdog timeout (20 s by default), far beyond what
+// NTP lets clocks drift; a fixed lease's ctx ends only its Drift (1% + 2 ms) before the expiry.
 type Group struct {
 	l      *core.Lock
 	c      *core.Client
