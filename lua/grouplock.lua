@@ -27,11 +27,12 @@ local function live_count(group, value, owner, now)
   if redis.call('hget', group, value) ~= owner then
     return nil
   end
-  local e = tonumber(redis.call('hget', group, expire_field(value, owner)))
+  local f = redis.call('hmget', group, expire_field(value, owner), count_field(value, owner))
+  local e = tonumber(f[1])
   if not e or e < now then
     return nil
   end
-  return tonumber(redis.call('hget', group, count_field(value, owner))) or 0
+  return tonumber(f[2]) or 0
 end
 
 -- forget(group, value, owner): removes what owner keeps of value that it no longer holds (its lease

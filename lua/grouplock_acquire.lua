@@ -22,12 +22,15 @@ if MODE == 1 then
   end
 end
 local now, before = now_ms(), redis.call('pttl', group)
-local wait, mine = -1, false
+local holders, expiries = {}, {}
 if before ~= -2 then
+  local wait, mine = -1, false
   for i = 5, #ARGV do
     local holder = redis.call('hget', group, ARGV[i])
+    holders[i] = holder
     if holder then
       local e = tonumber(redis.call('hget', group, expire_field(ARGV[i], holder)))
+      expiries[i] = e
       if e and e > now then
         if holder ~= owner then
           wait = math.max(wait, e - now)
@@ -46,22 +49,20 @@ if before ~= -2 then
 end
 local until_ms, count = now + lease, nil
 for i = 5, #ARGV do
-  local v = ARGV[i]
-  local holder = redis.call('hget', group, v)
-  local ef, cf = expire_field(v, owner), count_field(v, owner)
-  if holder and holder ~= owner then
-    redis.call('hdel', group, expire_field(v, holder), count_field(v, holder)) -- its lease ended
+  local v, holder, e = ARGV[i], holders[i], expiries[i]
+  local n = 1
+  if holder == owner and e and e > now then
+    if e < until_ms then -- a re-entry never shortens what an outer hold was promised
+      redis.call('hset', group, expire_field(v, owner), until_ms)
+    end
+    n = redis.call('hincrby', group, count_field(v, owner), 1)
+  else
+    if holder and holder ~= owner then -- its holder's lease ended: its fields go
+      redis.call('hdel', group, expire_field(v, holder), count_field(v, holder))
+    end
+    -- Free, or owner's own lease of it ended: its count starts anew.
+    redis.call('hset', group, v, owner, expire_field(v, owner), until_ms, count_field(v, owner), 1)
   end
-  local e = holder == owner and tonumber(redis.call('hget', group, ef))
-  if not e or e <= now then
-    redis.call('hdel', group, cf) -- owner's own lease of it ended: its count starts anew
-    e = nil
-  end
-  redis.call('hset', group, v, owner)
-  if not e or e < until_ms then -- a re-entry never shortens what an outer hold was promised
-    redis.call('hset', group, ef, until_ms)
-  end
-  local n = redis.call('hincrby', group, cf, 1)
   if not count or n < count then
     count = n
   end
