@@ -22,6 +22,9 @@ import (
 	"github.com/redisync/redisync/internal/testkit"
 )
 
+// A Group is a Locker: a MultiLock or RedLock can take it.
+var _ Locker = (*Group)(nil)
+
 // groupSeq makes each test's group name unique on the shared servers.
 var groupSeq atomic.Int64
 

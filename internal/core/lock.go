@@ -30,8 +30,9 @@ import (
 //     and every name of Spec.Keys.
 //   - ARGV, per lock: "lease" (ms), "reentrant" and "fenced" ('1' or '0'), "publish" and "numsub"
 //     (the commands; numsub is '' where counts cannot be trusted), "client" (the Client's id),
-//     "window" (ms a waiter's record lasts; '0' where releases hand nothing over), and the names of
-//     LockOptions.Values.
+//     "window" (ms a waiter's record lasts; '0' where releases hand nothing over), "ntail" and
+//     "tail" (how many values LockOptions.Tail has, and all of them: last), and the names of
+//     LockOptions.Values. A renewal gives only "field" of the per-call names.
 //   - ARGV, per call: "field" (the hold's field), "owner" (the owner's field, "<client id>:<owner
 //     id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
 //     request id), "tag" (the waiter's tag, '' before it listens), "recorded" ('1' once a try of the
