@@ -131,6 +131,9 @@ func (c *Client) sendDeleteBatch(ctx context.Context, batch map[string][]string,
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-c.done: // the last batch goes out once, within flushBound
+			t.Stop()
+			return
 		}
 	}
 }
