@@ -99,3 +99,38 @@ func ExampleRedLock() {
 	// quorum: 2
 	// valid for less than the lease: true
 }
+
+// An order batch locks all of its order ids at once, in one command: a batch that shares an order
+// waits, one with other orders of the same shop does not.
+func ExampleGroup() {
+	c, stop := connect()
+	defer stop()
+	ctx := context.Background()
+
+	batch, err := multilock.NewGroup(c, "shop:7:orders", []string{"1001", "1002", "1003"})
+	if err != nil {
+		panic(err)
+	}
+	held, err := batch.Lock(ctx)
+	if err != nil {
+		panic(err)
+	}
+
+	overlapping, _ := multilock.NewGroup(c, "shop:7:orders", []string{"1003", "1004"})
+	_, err = overlapping.TryLock(ctx, 0)
+	fmt.Println("a batch with order 1003:", errors.Is(err, redisync.ErrNotAcquired))
+
+	other, _ := multilock.NewGroup(c, "shop:7:orders", []string{"1005"})
+	err = other.Do(ctx, func(ctx context.Context) error { return nil })
+	fmt.Println("a batch with other orders:", err == nil)
+
+	// ... ship the orders, with held as the ctx: it ends if the hold is lost ...
+	if err := batch.Unlock(held); err != nil {
+		panic(err)
+	}
+	fmt.Println("released:", errors.Is(context.Cause(held), redisync.ErrReleased))
+	// Output:
+	// a batch with order 1003: true
+	// a batch with other orders: true
+	// released: true
+}

@@ -5,7 +5,10 @@
 //     time (the Redlock algorithm, Redisson's deprecated RedissonRedLock). Read what it does not
 //     guarantee, below, before using it: it is not safe where correctness depends on the lock.
 //
-// Both take any Locker, such as an rlock.Lock (one per server, each on its own redisync.Client), and
+// Group locks many values of one group, all or none, in one hash and one command (Redisson's
+// RedissonFasterMultiLock): "these 200 order ids" without 200 locks. It is a Locker itself.
+//
+// MultiLock and RedLock take any Locker, such as an rlock.Lock (one per server, each on its own redisync.Client), and
 // keep no keys of their own in Redis. Ownership travels in the context as for every lock of this
 // module: Lock returns a ctx that carries the owner of every sub-lock and ends when the composite stops
 // being held (redisync.ErrReleased after Unlock, redisync.ErrLost when a sub-lock is lost, or the

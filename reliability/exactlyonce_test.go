@@ -429,6 +429,81 @@ var eoCases = []eoCase{
 		x.free(a.Name(), "one MultiLock.Lock and one Unlock")
 		x.free(b.Name(), "one MultiLock.Lock and one Unlock")
 	}},
+	{"multilock/Group-Lock", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		f := x.arm(x.name)
+		held, err := g.Lock(x.ctx)
+		x.fired(f)
+		if !x.ok(err, "Group.Lock") {
+			x.groupFree("a failed Group.Lock")
+			return
+		}
+		x.groupCounts(g, x.c1, held, 1, "one Group.Lock")
+		x.unlock(g, held)
+		x.groupFree("one Group.Lock and one Unlock")
+	}},
+	{"multilock/Group-TryLock", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		f := x.arm(x.name)
+		held, err := g.TryLock(x.ctx, eoCall)
+		x.fired(f)
+		if !x.ok(err, "Group.TryLock") {
+			x.groupFree("a failed Group.TryLock")
+			return
+		}
+		x.unlock(g, held)
+		x.groupFree("one Group.TryLock and one Unlock")
+	}},
+	{"multilock/Group-re-entry", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		outer := x.lock(g)
+		f := x.arm(x.name)
+		inner, err := g.Lock(outer)
+		x.fired(f)
+		if !x.ok(err, "Group.Lock through the held ctx") {
+			x.groupCounts(g, x.c1, outer, 1, "a failed re-entry")
+			x.unlock(g, outer)
+			x.groupFree("a failed re-entry and one Unlock of the outer hold")
+			return
+		}
+		x.groupCounts(g, x.c1, inner, 2, "one Group.Lock and one re-entry")
+		x.unlock(g, inner)
+		x.unlock(g, outer)
+		x.groupFree("two Group.Locks and two Unlocks")
+	}},
+	{"multilock/Group-Unlock", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		held := x.lock(g)
+		f := x.arm(x.name)
+		err := g.Unlock(held)
+		x.fired(f)
+		x.ok(err, "Group.Unlock")
+		x.groupFree("one Group.Lock and one Unlock")
+	}},
+	{"multilock/Group-Unlock-of-re-entered", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		outer := x.lock(g)
+		inner := x.lockWith(g, outer)
+		f := x.arm(x.name)
+		err := g.Unlock(inner)
+		x.fired(f)
+		x.ok(err, "Group.Unlock of the inner hold")
+		x.groupCounts(g, x.c1, outer, 1, "two Group.Locks and the inner Unlock")
+		x.unlock(g, outer)
+		x.groupFree("two Group.Locks and two Unlocks")
+	}},
+	{"multilock/Group-ForceUnlock", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		held := x.lock(g)
+		f := x.arm(x.name)
+		was, err := g.ForceUnlock(x.ctx)
+		x.fired(f)
+		if x.ok(err, "Group.ForceUnlock") {
+			assert.True(x.t, was, "ForceUnlock of a held group (%s) answered false; a fault-free one answers true", x.cut)
+		}
+		x.groupFree("one Group.Lock and one ForceUnlock")
+		assert.ErrorIs(x.t, g.Unlock(held), redisync.ErrNotHeld)
+	}},
 }
 
 // rlockHandOver faults the try by which a waiter claims the lock that a release handed it. The
@@ -801,6 +876,42 @@ func (x *eo) spin(c *redisync.Client, name string, opts ...spinlock.Option) *spi
 	return l
 }
 
+// group returns the group lock of values in the group named by the case.
+func (x *eo) group(c *redisync.Client, values ...string) *multilock.Group {
+	g, err := multilock.NewGroup(c, x.name, values)
+	require.NoError(x.t, err)
+	return g
+}
+
+// groupCounts checks that held's owner holds every value of g count times, as its hold count field
+// says.
+func (x *eo) groupCounts(g *multilock.Group, c *redisync.Client, held context.Context, count int, after string) {
+	x.t.Helper()
+	id, ok := redisync.OwnerID(held)
+	require.True(x.t, ok, "no owner in the held ctx")
+	owner := c.ID() + ":" + strconv.FormatInt(id, 10)
+	for _, f := range g.Fields() {
+		got := x.str("HGET", x.name, f+":"+owner+":lock_count")
+		assert.Equal(x.t, strconv.Itoa(count), got, "after %s (%s), the count of %s in %s is %q; one application of each leaves %d. Redis holds: %s",
+			after, x.cut, f, x.name, got, count, x.holds())
+	}
+}
+
+// groupFree checks that the group's hash is gone, and soon every memo of its calls (the client
+// deletes an acquisition's memo in the background once it has the answer).
+func (x *eo) groupFree(after string) {
+	x.t.Helper()
+	x.free(x.name, after)
+	memos := "redisync_once:{" + x.name + "}:*"
+	deadline := time.Now().Add(10 * time.Second)
+	for len(x.scan(memos)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := x.scan(memos); len(left) > 0 {
+		assert.Failf(x.t, "memo left", "after %s (%s), Redis still holds the memos %q after 10 s. Redis holds: %s", after, x.cut, left, x.holds())
+	}
+}
+
 func (x *eo) fair(c *redisync.Client, name string) *fairlock.Lock {
 	l, err := fairlock.New(c, name)
 	require.NoError(x.t, err)
@@ -1095,6 +1206,21 @@ func TestExactlyOnceBounded(t *testing.T) {
 			held := x.lock(l)
 			x.faultNext()
 			return l.Unlock(held)
+		}},
+		{"multilock/Group-Lock", func(x *eo) error {
+			g := x.group(x.c1, "a", "b")
+			x.faultNext()
+			held, err := g.Lock(context.Background())
+			if err == nil {
+				err = g.Unlock(held)
+			}
+			return err
+		}},
+		{"multilock/Group-Unlock", func(x *eo) error {
+			g := x.group(x.c1, "a", "b")
+			held := x.lock(g)
+			x.faultNext()
+			return g.Unlock(held)
 		}},
 		{"semaphore/Acquire", func(x *eo) error {
 			s := x.sem(x.c1, x.name)

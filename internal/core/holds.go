@@ -437,12 +437,20 @@ func (h *hold) takeAll() []*acq {
 	return all
 }
 
-// loseHolds ends every hold this client has on key with cause (after a forced unlock, say).
-func (c *Client) loseHolds(key string, cause error) {
+// loseHolds ends every hold this client has on key with cause (after a forced unlock, say): with a
+// tail, only the holds of a lock over a list of values on key that share one of its values.
+func (c *Client) loseHolds(key string, tail []string, cause error) {
 	c.mu.Lock()
 	var all []*hold
 	for id, h := range c.holds { // rare (a forced unlock): a scan beats a second index
-		if id.key == key || strings.HasPrefix(id.key, key+"\x00") { // a group lock's values follow
+		if id.key == key && len(tail) == 0 {
+			all = append(all, h)
+			continue
+		}
+		values, ok := strings.CutPrefix(id.key, key+"\x00") // a group lock's values follow
+		if ok && (len(tail) == 0 || slices.ContainsFunc(strings.Split(values, "\x00"), func(v string) bool {
+			return slices.Contains(tail, v)
+		})) {
 			all = append(all, h)
 		}
 	}

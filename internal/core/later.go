@@ -83,17 +83,56 @@ func (c *Client) sendDeletes() {
 				bound = flushBound
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
-			cmds := make(rueidis.Commands, 0, len(batch)+len(keys))
-			for key, fields := range batch {
-				cmds = append(cmds, c.rdb.B().Hdel().Key(key).Field(fields...).Build())
-			}
-			for _, key := range keys { // one command per key: a cluster routes each by its slot
-				cmds = append(cmds, c.rdb.B().Del().Key(key).Build())
-			}
-			c.rdb.DoMulti(ctx, cmds...)
+			c.sendDeleteBatch(ctx, batch, keys)
 			cancel()
 		}
 		if closing {
+			return
+		}
+	}
+}
+
+// sendDeleteBatch deletes the fields of batch and the keys, and sends again, until ctx ends, the
+// deletes whose connection failed: a delete is idempotent, and one lost with its connection (a
+// connection that a lost call's failure took down with it) would leave its key for its whole TTL.
+func (c *Client) sendDeleteBatch(ctx context.Context, batch map[string][]string, keys []string) {
+	type del struct {
+		key    string
+		fields []string
+	}
+	dels := make([]del, 0, len(batch)+len(keys))
+	for key, fields := range batch {
+		dels = append(dels, del{key, fields})
+	}
+	for _, key := range keys { // one command per key: a cluster routes each by its slot
+		dels = append(dels, del{key: key})
+	}
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, resendBackoff) {
+		cmds := make(rueidis.Commands, len(dels))
+		for i, d := range dels {
+			if len(d.fields) > 0 {
+				cmds[i] = c.rdb.B().Hdel().Key(d.key).Field(d.fields...).Build()
+			} else {
+				cmds[i] = c.rdb.B().Del().Key(d.key).Build()
+			}
+		}
+		var failed []del
+		for i, res := range c.rdb.DoMulti(ctx, cmds...) {
+			if isConnectionError(res.Error()) {
+				failed = append(failed, dels[i])
+			}
+		}
+		if dels = failed; len(dels) == 0 || c.isClosed() {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-c.done: // the last batch goes out once, within flushBound
+			t.Stop()
 			return
 		}
 	}

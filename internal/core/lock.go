@@ -31,8 +31,9 @@ import (
 //     and every name of Spec.Keys.
 //   - ARGV, per lock: "lease" (ms), "reentrant" and "fenced" ('1' or '0'), "publish" and "numsub"
 //     (the commands; numsub is '' where counts cannot be trusted), "client" (the Client's id),
-//     "window" (ms a waiter's record lasts; '0' where releases hand nothing over), and the names of
-//     LockOptions.Values.
+//     "window" (ms a waiter's record lasts; '0' where releases hand nothing over), "ntail" and
+//     "tail" (how many values LockOptions.Tail has, and all of them: last), and the names of
+//     LockOptions.Values. A renewal gives only "field" of the per-call names.
 //   - ARGV, per call: "field" (the hold's field), "owner" (the owner's field, "<client id>:<owner
 //     id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
 //     request id), "tag" (the waiter's tag, '' before it listens), "recorded" ('1' once a try of the
@@ -418,8 +419,8 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 		}
 		return nil, err
 	}
-	if a.count != int64(held)+1 {
-		c.DeleteLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
+	if l.keptMemo(a.count, held) {
+		c.DeleteLater(l.memo(a.v[vRid]))
 	}
 	heldCtx := h.commit(parent, &a.acq, l.lease, start, fresh)
 	m.done(nil)
@@ -500,9 +501,17 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 	}
 	v[vRid] = l.c.RequestID()
 	l.sendRelease(ctx, &v, false)
-	if a.count != int64(a.held)+1 {
-		l.c.DeleteLater(l.memo(a.v[vRid])) // the try kept a memo
+	if l.keptMemo(a.count, a.held) {
+		l.c.DeleteLater(l.memo(a.v[vRid]))
 	}
+}
+
+// keptMemo reports whether an acquisition that made the owner's count count, where the client
+// counted held before it, kept a memo: where Redis counted otherwise than this client, and always
+// for a lock over a list of values, whose counts are the values' (one owner's holds of overlapping
+// lists share them), so that no count tells whether a lost send acquired.
+func (l *Lock) keptMemo(count int64, held int) bool {
+	return count != int64(held)+1 || len(l.tail) > 0
 }
 
 // apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
@@ -656,8 +665,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, Errorf(l.spec.Kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
-	if n == 1 { // every hold on the name went with the hash
-		l.c.loseHolds(l.name, fmt.Errorf("%w: forced unlock", ErrLost))
+	if n == 1 { // every hold on the name went with the hash, or on the values of the tail
+		l.c.loseHolds(l.name, l.tail, fmt.Errorf("%w: forced unlock", ErrLost))
 	}
 	return n == 1, nil
 }

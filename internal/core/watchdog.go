@@ -16,7 +16,8 @@ import (
 // renewal says how the watchdog renews one hold. script renews a batch of holds of one kind in one
 // call: KEYS are the keys of every hold in turn, ARGV is the TTL in milliseconds followed by the args
 // of every hold in turn, and it returns one integer per hold: 1 renewed, 0 gone. Every hold of one
-// script has the same number of keys and args.
+// script has the same number of keys; a hold's args may say how many of them follow (a group lock's
+// values).
 type renewal struct {
 	script     *lua.Script
 	keys, args []string
@@ -34,8 +35,12 @@ func (r *renewal) appendArgs(dst []string) []string {
 	return r.l.appendArgs(dst, sRenew, &v)
 }
 
-// maxBatch bounds the holds renewed by one script call, so that one call never blocks the server long.
-const maxBatch = 500
+// maxBatch and maxBatchArgs bound the holds renewed by one script call, and their args together, so
+// that one call never blocks the server long (a group lock's hold carries each of its values).
+const (
+	maxBatch     = 500
+	maxBatchArgs = 10000
+)
 
 // entry is one hold registered with the watchdog.
 type entry struct {
@@ -248,7 +253,11 @@ func (w *watchdog) renew(ctx context.Context) {
 	var wg sync.WaitGroup
 	for k, entries := range groups {
 		for len(entries) > 0 {
-			n := min(len(entries), maxBatch)
+			n, args := 1, len(entries[0].spec.args)
+			for n < min(len(entries), maxBatch) && args+len(entries[n].spec.args) <= maxBatchArgs {
+				args += len(entries[n].spec.args)
+				n++
+			}
 			batch := entries[:n]
 			entries = entries[n:]
 			wg.Add(1)

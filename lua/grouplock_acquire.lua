@@ -1,0 +1,72 @@
+--! KEYS lock memo
+--! ARGV owner rid lease reentrant tail
+-- A try of a group lock (grouplock.lua comes first): it takes every value of the tail for owner, or
+-- none. A value is free when nobody holds it, or its holder's expire_time has passed (that holder's
+-- fields go); owner's own live values are entered again (their counts go up), unless reentrant is
+-- '0': {2}. Replies as core/lock.go says: {1, count, 0} when acquired (count: the least hold count
+-- among the values), {0, ms} when another owner holds a value (ms: until the last of those holds may
+-- end, as Redisson answers).
+--
+-- Exactly once (core/once.go): a value's count is shared by every hold of its owner that covers it
+-- (one owner may hold overlapping value sets), so the count the client expects (held) cannot tell
+-- whether a lost send acquired. Every acquisition keeps its answer under the memo instead, which the
+-- client deletes once it has the answer; re-sent (MODE 1), the try answers that before it tries anew.
+local group, owner, lease, memo = KEYS[1], ARGV[1], tonumber(ARGV[3]), KEYS[2] .. ARGV[2]
+if MODE == 1 then
+  local m = redis.call('get', memo)
+  if m then
+    local n, t = string.match(m, '^(%d+) (%d+)$')
+    if n then
+      return {1, tonumber(n), tonumber(t)}
+    end
+  end
+end
+local now, before = now_ms(), redis.call('pttl', group)
+local holders, expiries = {}, {}
+if before ~= -2 then
+  local wait, mine = -1, false
+  for i = 5, #ARGV do
+    local holder = redis.call('hget', group, ARGV[i])
+    holders[i] = holder
+    if holder then
+      local e = tonumber(redis.call('hget', group, expire_field(ARGV[i], holder)))
+      expiries[i] = e
+      if e and e > now then
+        if holder ~= owner then
+          wait = math.max(wait, e - now)
+        else
+          mine = true
+        end
+      end
+    end
+  end
+  if wait >= 0 then
+    return {0, wait}
+  end
+  if mine and ARGV[4] ~= '1' then
+    return {2}
+  end
+end
+local until_ms, count = now + lease, nil
+for i = 5, #ARGV do
+  local v, holder, e = ARGV[i], holders[i], expiries[i]
+  local n = 1
+  if holder == owner and e and e > now then
+    if e < until_ms then -- a re-entry never shortens what an outer hold was promised
+      redis.call('hset', group, expire_field(v, owner), until_ms)
+    end
+    n = redis.call('hincrby', group, count_field(v, owner), 1)
+  else
+    if holder and holder ~= owner then -- its holder's lease ended: its fields go
+      redis.call('hdel', group, expire_field(v, holder), count_field(v, holder))
+    end
+    -- Free, or owner's own lease of it ended: its count starts anew.
+    redis.call('hset', group, v, owner, expire_field(v, owner), until_ms, count_field(v, owner), 1)
+  end
+  if not count or n < count then
+    count = n
+  end
+end
+lengthen(group, lease, before)
+redis.call('set', memo, count .. ' 0', 'px', 60000)
+return {1, count, 0}

@@ -1,0 +1,210 @@
+package multilock
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/minio/highwayhash"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/pubsub"
+)
+
+// Group locks many values of one group, all or none, in one command: Redisson's
+// RedissonFasterMultiLock (getMultiLock(group, values)). Where a MultiLock over 200 locks sends 200
+// commands to acquire, a Group of 200 values sends one. It is safe for concurrent use.
+//
+// Two Groups exclude each other where their value sets meet in the same group, and not otherwise;
+// an owner's holds of overlapping value sets each count on the values they share. The owner travels
+// in the context as for rlock.Lock: Lock returns a ctx that carries it and ends when the hold does
+// (redisync.ErrReleased after Unlock, redisync.ErrLost when the lease ends or the watchdog finds a
+// value gone), the same ctx re-enters, and every call takes effect once whatever the network loses.
+//
+// # Layout in Redis (Redisson's)
+//
+// The group is a hash. Each value held has three fields: "<value>" holds its owner ("<client id>:<owner
+// id>", where Redisson writes "<client id>:<thread id>"), "<value>:<owner>:expire_time" until when
+// the owner holds it (ms since the epoch), and "<value>:<owner>:lock_count" how many times. <value> is
+// the value's field name: GroupField of the bytes Redisson's codec writes for it. The hash's TTL is
+// the longest lease given. Releases that free a value publish "0" on
+// "redisson_lock__channel:{<group>}", which wakes every waiter of the group to try again.
+//
+// # Clocks
+//
+// expire_time is read and written against the Redis server's clock (TIME, inside the scripts);
+// Redisson's scripts are given the Java client's clock instead. Where Java and Go processes share a
+// group, a Java host whose clock is ahead of the server's by d sees Go holds end d early (and its own
+// last d longer for Go): exclusion holds while d stays below what is left of a Go hold's lease. A
+// watchdog hold keeps at least two thirds of the watchdog timeout (20 s by default), far beyond what
+// NTP lets clocks drift; a fixed lease's ctx ends only its Drift (1% + 2 ms) before the expiry.
+type Group struct {
+	l      *core.Lock
+	c      *core.Client
+	fields []string // the values' field names, sorted: the lock's tail
+}
+
+const groupKind = "group lock"
+
+// groupSpec is the group lock in Redis: its keys, its scripts, and how its waiters wait.
+var groupSpec = &core.Spec{
+	Kind: groupKind,
+	Keys: map[string]string{
+		"channel": "redisson_lock__channel", // Redisson's unlock messages
+	},
+	Scripts: map[string]*lua.Script{
+		"acquire": lua.Load("grouplock.lua", "grouplock_acquire.lua"),
+		"release": lua.Load("grouplock.lua", "grouplock_release.lua"),
+		"renew":   lua.Load("grouplock.lua", "grouplock_renew.lua"),
+		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
+	},
+	// A release frees values that waiters for different value sets may want: it wakes them all.
+	Policy: pubsub.WakeAll,
+}
+
+var groupState = lua.Load("grouplock.lua", "grouplock_state.lua")
+
+// GroupOption configures a Group.
+type GroupOption func(*groupOptions)
+
+type groupOptions struct {
+	core.LockOptions
+	encode func(string) []byte
+}
+
+// WithLease gives every acquisition of a Group a fixed lease, as rlock.WithLease does: its values are
+// freed after d unless unlocked before, with no renewal. Without it the watchdog keeps them.
+func WithLease(d time.Duration) GroupOption { return func(o *groupOptions) { o.Lease = d } }
+
+// NonReentrant makes re-entry an error: an owner that locks a Group again while it holds any of its
+// values gets redisync.ErrAlreadyHeld, and nothing changes.
+func NonReentrant() GroupOption { return func(o *groupOptions) { o.NonReentrant = true } }
+
+// WithEncoding names each value by the bytes encode returns for it instead of its UTF-8 bytes. A Java
+// process names a value by what its Redisson codec writes: the UTF-8 bytes of value.toString() with
+// StringCodec or LongCodec (the default here), other bytes with other codecs (Kryo5Codec, Redisson's
+// default, JsonJacksonCodec...): give encode the bytes that codec writes, for Go and Java to meet.
+func WithEncoding(encode func(value string) []byte) GroupOption {
+	return func(o *groupOptions) { o.encode = encode }
+}
+
+// NewGroup returns the lock of values (at least one; repeats count once) in group, whose name is the
+// hash's key. Redisson's documentation advises a group as narrow as the values allow ("class_100",
+// not "class"): every holder of the group shares one hash and one channel.
+func NewGroup(c *redisync.Client, group string, values []string, opts ...GroupOption) (*Group, error) {
+	var o groupOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if len(values) == 0 {
+		return nil, core.Invalid(groupKind, group, "no values")
+	}
+	fields := make([]string, len(values))
+	for i, v := range values {
+		b := []byte(v)
+		if o.encode != nil {
+			b = o.encode(v)
+		}
+		fields[i] = GroupField(b)
+	}
+	slices.Sort(fields)
+	fields = slices.Compact(fields)
+	o.Tail = fields
+	cc := core.Of(c)
+	l, err := core.NewLock(cc, groupSpec, group, o.LockOptions)
+	if err != nil {
+		return nil, err
+	}
+	return &Group{l: l, c: cc, fields: fields}, nil
+}
+
+// redissonKey is the HighwayHash key Redisson hashes values with (org.redisson.misc.Hash): four 64-bit
+// words, which HighwayHash reads little-endian.
+var redissonKey = func() []byte {
+	key := make([]byte, 32)
+	for i, w := range []uint64{0x9e3779b97f4a7c15, 0xf39cc0605cedc834, 0x1082276bf3a27251, 0xf86c6a11d0c18e95} {
+		binary.LittleEndian.PutUint64(key[8*i:], w)
+	}
+	return key
+}()
+
+// GroupField returns the hash field that names a value whose encoded form is encoded, as Redisson
+// names it (Hash.hash128toBase64): the 128-bit HighwayHash of encoded under Redisson's key, its two
+// 64-bit halves big-endian, in standard Base64 without padding (22 characters).
+func GroupField(encoded []byte) string {
+	sum := highwayhash.Sum128(encoded, redissonKey)
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], binary.LittleEndian.Uint64(sum[:8]))
+	binary.BigEndian.PutUint64(b[8:], binary.LittleEndian.Uint64(sum[8:]))
+	return base64.RawStdEncoding.EncodeToString(b[:])
+}
+
+// Name returns the group's name as the Client's name mapper maps it: the hash's key in Redis.
+func (g *Group) Name() string { return g.l.Name() }
+
+// Fields returns the field names of the Group's values in the hash, sorted (see GroupField).
+func (g *Group) Fields() []string { return slices.Clone(g.fields) }
+
+// Lock waits until it holds every value, ctx ends, or the Client is closed, and returns a ctx that
+// carries the owner and ends when the hold does; pass it to Unlock. While any value is held by
+// another owner it holds none, and it tries again when a release in the group is announced or when
+// the longest of the holds in its way may have ended.
+func (g *Group) Lock(ctx context.Context) (context.Context, error) { return g.l.Lock(ctx) }
+
+// TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, holding nothing, when
+// it has not held every value within wait; with wait 0 it tries once.
+func (g *Group) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
+	return g.l.TryLock(ctx, wait)
+}
+
+// Unlock releases the hold that ctx carries on every value: the values are free when every Lock has
+// been matched by an Unlock. It returns an error matching redisync.ErrNotHeld when ctx carries no hold
+// of the Group, or when some value was no longer held (what was still held is released all the same),
+// and redisync.ErrNotInnermost when holds taken inside it are still open. It releases even when ctx
+// has been cancelled.
+func (g *Group) Unlock(ctx context.Context) error { return g.l.Unlock(ctx) }
+
+// ForceUnlock frees every value of the Group whoever holds it, wakes the group's waiters, and reports
+// whether any value was held. Holds of these values on this Client end with redisync.ErrLost at once;
+// elsewhere at their next renewal.
+func (g *Group) ForceUnlock(ctx context.Context) (bool, error) { return g.l.ForceUnlock(ctx) }
+
+// IsLocked reports whether anyone holds any value of the Group (Redisson's isLocked).
+func (g *Group) IsLocked(ctx context.Context) (bool, error) { return g.state(ctx, "") }
+
+// IsHeld reports whether ctx's owner holds every value of the Group (Redisson's
+// isHeldByCurrentThread). Like Unlock, it answers even when ctx has ended.
+func (g *Group) IsHeld(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(groupKind, g.Name(), "nil context")
+	}
+	owner, ok := core.OwnerID(ctx)
+	if !ok {
+		return false, nil
+	}
+	return g.state(context.WithoutCancel(ctx), g.c.Value("client")+":"+strconv.FormatInt(owner, 10))
+}
+
+// state runs the state script for owner ("": anyone).
+func (g *Group) state(ctx context.Context, owner string) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(groupKind, g.Name(), "nil context")
+	}
+	args := append([]string{owner}, g.fields...)
+	n, err := g.c.Query(ctx, groupState.EvalCommand(g.c.RDB(), []string{g.Name()}, args)).AsInt64()
+	if err != nil {
+		return false, core.Errorf(groupKind, g.Name(), err)
+	}
+	return n == 1, nil
+}
+
+// Do runs fn while holding every value: it locks (waiting as Lock does), runs fn with the hold's ctx,
+// and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+func (g *Group) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return core.Locked(ctx, g.Lock, g.Unlock, fn)
+}
