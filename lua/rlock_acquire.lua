@@ -32,7 +32,7 @@ if turn then
   if left > 0 then
     if ARGV[7] ~= '0' then
       --! INCLUDE record.lua
-      return {0, left, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9])}
+      return {0, left, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])}
     end
     return {0, left}
   end
@@ -72,6 +72,6 @@ if free or count > 0 then
 end
 if ARGV[7] ~= '0' then
   --! INCLUDE record.lua
-  return {0, ttl, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9])}
+  return {0, ttl, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])}
 end
 return {0, ttl}

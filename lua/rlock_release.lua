@@ -47,13 +47,13 @@ end
 redis.call('del', KEYS[1])
 -- Every waiter of ours listens on the lock's channel too: when nobody does, nobody waits. Where
 -- subscriber counts cannot be trusted (numsub ''), every waiter is woken as Redisson does.
-if ARGV[6] ~= '' and redis.call('pubsub', ARGV[6], KEYS[5])[2] == 0 then
+if ARGV[6] == '' then
+  redis.call(ARGV[5], KEYS[5], '0')
   return 0
 end
-if ARGV[6] ~= '' and redis.call('exists', KEYS[3]) == 1 then
+local listening = redis.call('pubsub', ARGV[6], KEYS[5])[2]
+if listening > 0 then
   --! INCLUDE wake_records.lua rlock_wake.lua
-  wake(ARGV[5], ARGV[6])
-else
-  redis.call(ARGV[5], KEYS[5], '0') -- nobody of ours waits: Redisson's message
+  wake(ARGV[5], ARGV[6], listening)
 end
 return 0

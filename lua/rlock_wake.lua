@@ -31,12 +31,16 @@
 -- KEYS[3] waiter records, KEYS[4] clients, KEYS[5] channel, KEYS[6] wake channels' prefix (a client id
 -- follows), KEYS[7] the memos' prefix (core/once.go).
 --
--- wake(publish, numsub): publish 'publish' or 'spublish', numsub 'numsub' or 'shardnumsub', or ''
--- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then
--- everyone is woken as Redisson does.
+-- wake(publish, numsub, listening): publish 'publish' or 'spublish', numsub 'numsub' or
+-- 'shardnumsub', or '' where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts
+-- one node): then everyone is woken as Redisson does. listening, when the caller has it, is how many
+-- listen on the lock's channel.
+--
+-- Whether a recorded client still listens is what the message to it answers: PUBLISH returns how
+-- many received it. A grant nobody received is taken back at once, and the next record tried.
 local JAVA_TURN_MS = 200
 
-local function wake(publish, numsub)
+local function wake(publish, numsub, listening)
   local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   local records = numsub ~= '' and redis.call('zrange', waiters, 0, 99, 'withscores') or {}
   if #records == 0 then
@@ -61,8 +65,8 @@ local function wake(publish, numsub)
   end
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
   -- (ZCOUNT: the clients still listening by now, without a ZREMRANGEBYSCORE on every release.)
-  local java = tonumber(redis.call('pubsub', numsub, shared)[2])
-      > redis.call('zcount', clients, t[1] * 1000 + math.floor(t[2] / 1000), '+inf')
+  listening = listening or tonumber(redis.call('pubsub', numsub, shared)[2])
+  local java = listening > redis.call('zcount', clients, t[1] * 1000 + math.floor(t[2] / 1000), '+inf')
   if java and redis.call('zrem', waiters, '~owed') == 1 then
     redis.call('zadd', waiters, string.format('%.0f', now + JAVA_TURN_MS * 1000), '~java')
     if redis.call('pttl', waiters) < JAVA_TURN_MS then
@@ -86,25 +90,25 @@ local function wake(publish, numsub)
     if not tried[client] then
       tried[client] = true
       local channel = prefix .. client
-      if tonumber(redis.call('pubsub', numsub, channel)[2]) > 0 then
-        if lease and lease ~= '0' then
-          redis.call('hset', lock, client .. ':' .. owner, 1)
-          redis.call('pexpire', lock, lease)
-          local token = 0
-          if fenced == '1' then
-            token = redis.call('incr', tokens)
-          end
-          redis.call('zadd', waiters, -token, m)
-          -- The mark must outlive the grant, which nobody renews until the waiter takes it.
-          if redis.call('pttl', waiters) < tonumber(lease) then
-            redis.call('pexpire', waiters, lease)
-          end
-          redis.call(publish, channel,
-            '@' .. m .. ' ' .. token .. ' ' .. string.format('%.0f', tonumber(records[i + 1])))
-        else
-          redis.call(publish, channel, '0')
+      if lease and lease ~= '0' then
+        redis.call('hset', lock, client .. ':' .. owner, 1)
+        redis.call('pexpire', lock, lease)
+        local token = 0
+        if fenced == '1' then
+          token = redis.call('incr', tokens)
         end
-        woken = true
+        -- The mark outlives the grant, which nobody renews until the waiter takes it: the records
+        -- last a lease longer than the window in which the waiter tries again (record.lua).
+        redis.call('zadd', waiters, -token, m)
+        woken = redis.call(publish, channel,
+          '@' .. m .. ' ' .. token .. ' ' .. string.format('%.0f', tonumber(records[i + 1]))) > 0
+        if not woken then
+          redis.call('del', lock) -- nobody received the grant: take it back (its token is skipped)
+        end
+      else
+        woken = redis.call(publish, channel, '0') > 0
+      end
+      if woken then
         break
       end
       drop_client(waiters, clients, client) -- nobody listens for it
