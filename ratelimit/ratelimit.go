@@ -3,7 +3,8 @@
 //
 // A Limiter allows Rate permits per Interval, over a sliding window: a permit taken at time t is
 // counted until t+Interval, and no window of Interval grants more than Rate permits, unless Release
-// gives some back. Acquire takes permits, waiting until the window has room. Set the rate once with
+// gives some back or UpdateRate with KeepState lowers the rate below what the window holds (see
+// each). Acquire takes permits, waiting until the window has room. Set the rate once with
 // TrySetRate (the first process to come sets it, the others find it set), replace it with SetRate, or
 // change it in place with UpdateRate and KeepState. Expire, ClearExpire and TTL are Redisson's
 // RExpirable methods. A semaphore bounds how many run at once; a rate limiter bounds how many start
@@ -156,12 +157,13 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 }
 
 // Release gives n permits back to the window at once (Redisson's release), for this Client's window
-// of a PerClient limiter: the permits left grow by n, never above the rate, and waiters find them at
-// their next try. It does not know which grants the permits were taken by: those stay in the window
-// and return their permits again when they leave it, up to the rate, so released permits let the
-// window grant more than Rate in an Interval (Redisson's rule). n must not be negative; 0 does nothing
-// and sends nothing. It releases even when ctx has been cancelled, and once however often the network
-// makes it send again. redisync.ErrNotInitialized when no rate is set (nothing changes).
+// of a PerClient limiter: the permits left grow by n, never above the rate. Nothing announces them:
+// a waiter finds them at its next try. Release does not know which grants the permits were taken by:
+// those stay in the window and return their permits again when they leave it, up to the rate, so
+// released permits let the window grant more than Rate in an Interval (Redisson's rule). n must not
+// be negative; 0 does nothing and sends nothing. It releases even when ctx has been cancelled, and
+// once however often the network makes it send again. redisync.ErrNotInitialized when no rate is set
+// (nothing changes).
 func (l *Limiter) Release(ctx context.Context, n int64) error {
 	if ctx == nil {
 		return core.Invalid(kind, l.name, "nil context")
