@@ -7,6 +7,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/pubsub"
 )
 
 // Client is the connection to Redis that every primitive of this module is built on: one rueidis
@@ -72,7 +73,7 @@ func WithNameMapper(mapper func(name string) string) Option {
 }
 
 // AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
-const AllReplicas = core.AllReplicas
+const AllReplicas = -1
 
 // DefaultReplicaAckTimeout is how long an acquisition waits for the replicas by default (Redisson's
 // slavesSyncTimeout).
@@ -80,27 +81,16 @@ const DefaultReplicaAckTimeout = time.Second
 
 // WithReplicaAck makes every acquisition, renewal and fencing increment wait until replicas
 // acknowledge it, so that a failover cannot hand a lock held here to a second owner (Redisson's
-// checkLockSyncedSlaves, with the failed acquisition given back instead of kept). After the script,
-// on the same connection and in the same round trip, it sends WAIT replicas timeout (and, when the
-// master writes an AOF and knows WAITAOF, WAITAOF 1 0 timeout for its own fsync).
-//
-// replicas is how many must acknowledge, or AllReplicas: wait for as many as the master has (asked
-// with INFO at most every few seconds, in the background, never per lock) and require at least one
-// of them. When too few acknowledge within timeout, the acquisition is released again and fails with
-// an error matching ErrNotReplicated; a renewal that is not acknowledged does not extend the lease.
-// Each acquisition costs up to timeout more while replicas lag.
-//
-// Without this option or WithoutReplicaAck, a Client acknowledges as Redisson does by default:
-// AllReplicas with DefaultReplicaAckTimeout, and no WAITAOF. Where the master has no replicas that
-// costs nothing (no WAIT is sent; one INFO per master when the Client first acquires there, then one
-// in the background every few seconds while it acquires). Where it has replicas, each acquisition,
-// renewal and fencing increment costs the replication round trip (WAIT returns once every replica
-// has acknowledged: typically well under a millisecond on a LAN, up to the timeout when a replica
-// lags), and a release no longer hands the object to a waiter of this module directly: the waiter
-// is woken and acquires with a try of its own, one round trip more per hand-over.
+// checkLockSyncedSlaves, with the failed acquisition given back instead of kept): WAIT replicas
+// timeout follows the script on the same connection (and WAITAOF 1 0 timeout, when the master writes
+// an AOF and knows the command). replicas is how many must acknowledge, or AllReplicas: as many as
+// the master has, at least one. When too few acknowledge within timeout, the acquisition is given
+// back and fails with an error matching ErrNotReplicated; a renewal that is not acknowledged does not
+// extend the lease. What it costs, and the default (replica acknowledgement as Redisson's, without
+// WAITAOF), are in the package doc.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *options) {
-		c.ReplicaAck, c.ReplicaAckTimeout, c.ReplicaAckByDefault, c.noReplicaAck = replicas, timeout, false, false
+		c.ReplicaAck, c.ReplicaAckTimeout, c.noReplicaAck = replicas, timeout, false
 	}
 }
 
@@ -109,7 +99,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // not replicated yet.
 func WithoutReplicaAck() Option {
 	return func(c *options) {
-		c.ReplicaAck, c.ReplicaAckTimeout, c.ReplicaAckByDefault, c.noReplicaAck = 0, 0, false, true
+		c.ReplicaAck, c.ReplicaAckTimeout, c.noReplicaAck = 0, 0, true
 	}
 }
 
@@ -181,7 +171,7 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 		}
 	}
 	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
-		cfg.ReplicaAck, cfg.ReplicaAckTimeout, cfg.ReplicaAckByDefault = AllReplicas, DefaultReplicaAckTimeout, true
+		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // AllReplicas, as Redisson does it
 	}
 	if cfg.Recheck < 0 {
 		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
@@ -200,7 +190,12 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 func (c *Client) Close() error { return c.c.Close() }
 
 // ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
-func (c *Client) ID() string { return c.c.ID() }
+func (c *Client) ID() string { return c.c.Value("client") }
+
+// Notifier returns the Client's notifier, which every waiter of its primitives parks on: one
+// subscription connection, shared per channel. A primitive of one's own waits on it too (see the
+// pubsub package).
+func (c *Client) Notifier() *pubsub.Notifier { return c.c.Notifier() }
 
 // Redis returns the underlying rueidis client.
 func (c *Client) Redis() rueidis.Client { return c.c.RDB() }

@@ -1,13 +1,12 @@
 package redisync
 
 import (
+	"fmt"
 	"time"
-
-	"github.com/redisync/redisync/internal/core"
 )
 
 // EventKind says what an Event reports.
-type EventKind = core.EventKind
+type EventKind uint8
 
 // The kinds of Event.
 const (
@@ -16,41 +15,52 @@ const (
 	// Wait is how long the call took; HandedOver tells whether the releasing holder handed the
 	// object over to this waiter rather than it taking the object by its own try; Waited tells
 	// whether it reported EventWaiting first.
-	EventAcquired = core.EventAcquired
+	EventAcquired EventKind = iota + 1
 	// EventReleased: Unlock released an acquisition of a lock. Held is how long it was held; Ended
 	// is 1.
-	EventReleased = core.EventReleased
+	EventReleased
 	// EventLost: a hold ended without Unlock, every acquisition of it at once. Cause says why: the
 	// watchdog found it gone or could not renew it before its lease may have ended, Unlock found it
 	// no longer held (a fixed lease that ended is reported so, when its Unlock comes), a forced
 	// unlock, or Close (Cause matches ErrClosed). Held is counted from its earliest acquisition;
 	// Ended is how many acquisitions it ends.
-	EventLost = core.EventLost
+	EventLost
 	// EventRenewalFailed: the watchdog could not renew a hold this round (the server is unreachable
 	// or stalled). The hold lives on: a later round may renew it in time, or EventLost follows when
 	// its lease may have ended. Cause is the error.
-	EventRenewalFailed = core.EventRenewalFailed
+	EventRenewalFailed
 	// EventReconnected: the notifier lost its Pub/Sub connection while waiters waited and has
 	// subscribed again (Channels: how many channels); the waiters try again, since releases may have
 	// been missed meanwhile. Primitive and Name are empty.
-	EventReconnected = core.EventReconnected
+	EventReconnected
 	// EventAbandoned: the ctx of an acquisition became unreachable without Unlock (see WithLogger).
 	// Held is how long it was held. Ended is 1, or 0 when it was the hold's last acquisition, which
 	// stays until its lease may have ended and is then ended by EventLost.
-	EventAbandoned = core.EventAbandoned
+	EventAbandoned
 	// EventWaiting: an acquisition (of any primitive's, as for EventAcquired) tried, found the
 	// object taken, and waits to try again. EventAcquired, EventNotAcquired or EventFailed ends
 	// it, with Waited set: between the two the acquisition is a waiter.
-	EventWaiting = core.EventWaiting
+	EventWaiting
 	// EventNotAcquired: an acquisition with a wait bound (TryLock, TryAcquire, TryAwait) gave up
 	// at it; with a bound of 0, its single try was refused. Wait is how long the call took.
-	EventNotAcquired = core.EventNotAcquired
+	EventNotAcquired
 	// EventFailed: an acquisition ended with an error, its Cause: Redis's (NOPERM, WRONGTYPE...),
 	// the connection's, ctx's, or ErrClosed. Wait is how long the call took.
-	EventFailed = core.EventFailed
+	EventFailed
 	// EventCountedDown: CountDown counted a countdown latch down (a latch at zero stays there).
-	EventCountedDown = core.EventCountedDown
+	EventCountedDown
 )
+
+var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned",
+	"waiting", "not acquired", "failed", "counted down"}
+
+// String returns the kind in words: "acquired", "released", ...
+func (k EventKind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
 
 // Event is one thing that happened to an object of a Client, as WithEvents reports it. Only the
 // fields its Kind names are set.
@@ -85,6 +95,9 @@ func WithEvents(f func(Event)) Option {
 			c.Events = nil
 			return
 		}
-		c.Events = func(e core.Event) { f(Event(e)) }
+		c.Events = func(kind uint8, primitive, name string, wait, held time.Duration, handedOver, waited bool, cause error, channels, ended int) {
+			f(Event{Kind: EventKind(kind), Primitive: primitive, Name: name, Wait: wait, Held: held,
+				HandedOver: handedOver, Cause: cause, Channels: channels, Waited: waited, Ended: ended})
+		}
 	}
 }

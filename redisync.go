@@ -12,6 +12,17 @@
 // unlock. A ctx without an owner gets a fresh one at Lock, so two goroutines that start from the same
 // plain ctx exclude each other; goroutines fanned out from one held ctx take turns, since only the
 // innermost hold re-enters, and Unlock releases exactly the hold its ctx carries.
+//
+// # Replica acknowledgement
+//
+// By default a Client acknowledges acquisitions as Redisson does (checkLockSyncedSlaves):
+// AllReplicas with DefaultReplicaAckTimeout, and no WAITAOF (see WithReplicaAck; WithoutReplicaAck
+// turns it off). Where the master has no replicas that costs nothing: no WAIT is sent, and the
+// replica count is asked with INFO once per master, then in the background every few seconds while
+// the Client acquires, never per lock. Where it has replicas, each acquisition, renewal and fencing
+// increment costs the replication round trip (typically well under a millisecond on a LAN, up to the
+// timeout while a replica lags), and a release no longer hands the object to a waiter directly: the
+// waiter is woken and acquires with a try of its own, one round trip more per hand-over.
 package redisync
 
 import (
@@ -24,7 +35,7 @@ import (
 // belong to that owner (one field in Redis); its goroutines still take turns at an exclusive lock,
 // and only the ctx of the innermost hold re-enters.
 func WithOwner(ctx context.Context) context.Context {
-	return core.WithOwnerID(ctx, core.NewOwnerID())
+	return core.WithNewOwner(ctx)
 }
 
 // OwnerID returns the owner that ctx carries, if any (Redisson's thread id: the second half of the

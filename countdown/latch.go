@@ -83,11 +83,11 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 		return false, core.Invalid(kind, l.name, "count %d: want at least 1", n)
 	}
 	rid := l.c.RequestID()
-	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.PublishCommand(), rid}).AsInt64()
+	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Value("publish"), rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.memo + rid)
+	l.c.DeleteLater(l.memo + rid)
 	return set == 1, nil
 }
 
@@ -98,11 +98,11 @@ func (l *Latch) CountDown(ctx context.Context) error {
 		return err
 	}
 	rid := l.c.RequestID()
-	if err := l.c.Send(core.Detach(ctx), downScript, l.keys(), []string{l.c.PublishCommand(), rid}).Error(); err != nil {
+	if err := l.c.Send(context.WithoutCancel(ctx), downScript, l.keys(), []string{l.c.Value("publish"), rid}).Error(); err != nil {
 		return core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.memo + rid)
-	l.c.Emit(core.Event{Kind: core.EventCountedDown, Primitive: kind, Name: l.name})
+	l.c.DeleteLater(l.memo + rid)
+	l.c.CountedDown(kind, l.name)
 	return nil
 }
 
@@ -134,11 +134,11 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	rid := l.c.RequestID()
-	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.PublishCommand(), rid}).AsInt64()
+	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.Value("publish"), rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.memo + rid)
+	l.c.DeleteLater(l.memo + rid)
 	return n == 1, nil
 }
 
@@ -174,9 +174,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 	if wait > 0 {
 		stop = time.Now().Add(wait + core.Overtime)
 	}
-	_, err := l.c.Acquire(ctx, wait, core.Wait{
-		Kind:    kind,
-		Name:    l.name,
+	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{
 		Channel: l.channel,
 		Weight:  1,
 		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a

@@ -35,11 +35,11 @@ import (
 var spec = &core.Spec{
 	Kind: "fair lock",
 	Keys: map[string]string{
-		"queue":     "redisson_lock_queue",    // the waiting owners, FIFO
-		"deadlines": "redisson_lock_timeout",  // by when each waiter must come back
-		"counter":   "redisson_lock_token",    // fencing tokens, shared with rlock
-		"channel":   "redisson_lock__channel", // ':' and an owner follow: each waiter's channel
-		"records":   "redisync_fair_waiters",  // waiter records, for hand-overs (fairlock_wake.lua)
+		"queue":     "redisson_lock_queue",     // the waiting owners, FIFO
+		"deadlines": "redisson_lock_timeout",   // by when each waiter must come back
+		"counter":   "redisson_lock_token",     // fencing tokens, shared with rlock
+		"channel":   "redisson_lock__channel:", // an owner follows: each waiter's channel
+		"records":   "redisync_fair_waiters",   // waiter records, for hand-overs (fairlock_wake.lua)
 	},
 	Scripts: map[string]*lua.Script{
 		"acquire": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua"),
@@ -48,16 +48,16 @@ var spec = &core.Spec{
 		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
 		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
 	},
-	Channel:  "channel",
-	PerOwner: true,
-	HandOver: true,
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,
 }
 
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
-type Lock struct{ l *core.Lock }
+type Lock struct {
+	l *core.Lock
+	c *core.Client
+}
 
 // Option configures a Lock.
 type Option func(*options)
@@ -118,7 +118,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{l}, nil
+	return &Lock{l, core.Of(c)}, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.
@@ -160,7 +160,10 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.l.IsLocked(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.l.HoldCount(ctx)
+	return n > 0, err
+}
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.
@@ -173,7 +176,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	c := l.l.Client()
+	c := l.c
 	n, err := c.Query(ctx, c.RDB().B().Llen().Key(c.Names().Prefixed("redisson_lock_queue", l.l.Name())).Build()).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
@@ -184,5 +187,5 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return l.l.Do(ctx, fn)
+	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

@@ -239,7 +239,7 @@ func TestWatchdogRenewsAndStops(t *testing.T) {
 			t.Fatalf("TTL %v, want in (0, %v]", ttl, timeout)
 		}
 		mustUnlock(t, l, held)
-		if n := core.Of(c).Renewals(); n != 0 {
+		if n := testkit.Renewals(c); n != 0 {
 			t.Fatalf("%d holds still renewed after Unlock", n)
 		}
 		// A renewal round in flight at Unlock (it lasts a third of the timeout at most) finds the hold

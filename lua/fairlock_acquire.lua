@@ -79,7 +79,7 @@ if pttl == -2 and (not head or head == me) then
     -- lease that ends without a release tells nobody) instead of at its next re-check.
     local next = redis.call('lindex', queue, 0)
     if next then
-      redis.call(ARGV[9], prefix .. ':' .. next, '0')
+      redis.call(ARGV[9], prefix .. next, '0')
     end
   end
   redis.call('hset', lock, me, 1)

@@ -13,8 +13,8 @@
 -- without a record (a Java waiter: Redisson would re-enter a lock it found in its name) gets '0'.
 --
 -- Every fair lock script takes its keys in one order, a prefix of: KEYS[1] lock, KEYS[2] waiter queue,
--- KEYS[3] waiter deadlines, KEYS[4] fencing counter, KEYS[5] channels' prefix (':' and the owner
--- follow, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] the
+-- KEYS[3] waiter deadlines, KEYS[4] fencing counter, KEYS[5] channels' prefix (the owner
+-- follows, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] the
 -- memos' prefix (core/once.go).
 --
 -- pass_over(now, back, numsub): drops the head waiters whose deadline has passed (a head without one
@@ -38,7 +38,7 @@ local function pass_over(now, back, numsub)
       end
       local tried = tonumber((string.match(redis.call('hget', records, head) or '', '^(%d+) ')))
       -- A count that cannot be read (an embedded server's reply) keeps the waiter.
-      local listeners = redis.call('pubsub', numsub, KEYS[5] .. ':' .. head)[2]
+      local listeners = redis.call('pubsub', numsub, KEYS[5] .. head)[2]
       if not tried or tried / 1000 + 2000 > now or not listeners or tonumber(listeners) > 0 then
         return head, dropped
       end
@@ -70,7 +70,7 @@ local function wake(slot, publish, numsub)
   if not head then
     return
   end
-  local channel = prefix .. ':' .. head
+  local channel = prefix .. head
   local rec = numsub ~= '' and redis.call('hget', records, head)
   local score, tag, lease, fenced
   if rec then

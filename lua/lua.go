@@ -2,8 +2,9 @@
 // yet (NOSCRIPT after a restart, a failover or SCRIPT FLUSH), so no SCRIPT LOAD step is needed.
 //
 // It also holds every script of redisync, embedded from the .lua files beside it. With package
-// pubsub it is the foundation a primitive of one's own can be built on (see the Example): a script
-// changes the state atomically and publishes what it changed, and waiters park on the channel.
+// pubsub it is the foundation a primitive of one's own can be built on (see the pubsub package's
+// Example): a script changes the state atomically and publishes what it changed, and waiters park on
+// the channel.
 //
 // A script receives every key and every Pub/Sub channel it touches in KEYS, never built from ARGV, so
 // that Redis Cluster can route it and check that all of them share one slot.

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
@@ -33,7 +32,7 @@ func connect(t *testing.T, s *redistest.Server, opts ...redisync.Option) *redisy
 	t.Cleanup(func() {
 		// Tries that a stalled server answered late are given back in the background.
 		testkit.Eventually(t, 5*time.Second, func() error {
-			if n := core.Of(c).Holds(); n != 0 {
+			if n := testkit.Holds(c); n != 0 {
 				return fmt.Errorf("client on %s still records %d holds", s.Addr, n)
 			}
 			return nil

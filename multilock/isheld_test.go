@@ -36,7 +36,7 @@ func TestMultiLockIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	isHeld("of the hold", outer, true)
-	other, _ := core.EnsureOwner(ctx)
+	other := core.WithNewOwner(ctx)
 	isHeld("of another owner", other, false)
 	inner, err := m.TryLock(outer, 0)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestRedLockIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	isHeld("of the hold", held, true)
-	other, _ := core.EnsureOwner(ctx)
+	other := core.WithNewOwner(ctx)
 	isHeld("of another owner", other, false)
 	if _, err := servers[0].Do("DEL", name); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,8 @@
 //
 //   - MultiLock holds all of its locks or none (Redisson's RedissonMultiLock).
 //   - RedLock holds a majority of its locks, one per independent server, for a bounded validity
-//     time (the Redlock algorithm, Redisson's deprecated RedissonRedLock). Read its documentation
-//     before using it: it is not safe where correctness depends on the lock.
+//     time (the Redlock algorithm, Redisson's deprecated RedissonRedLock). Read what it does not
+//     guarantee, below, before using it: it is not safe where correctness depends on the lock.
 //
 // Both take any Locker, such as an rlock.Lock (one per server, each on its own redisync.Client), and
 // keep no keys of their own in Redis. Ownership travels in the context as for every lock of this
@@ -11,6 +11,18 @@
 // being held (redisync.ErrReleased after Unlock, redisync.ErrLost when a sub-lock is lost, or the
 // parent's cause). IsHeld asks the servers whether ctx's owner still holds the composite. A MultiLock
 // or RedLock is itself a Locker, so composites nest.
+//
+// # What RedLock does not guarantee
+//
+// Redlock's safety rests on timing assumptions that real systems break: a process paused (GC, swap,
+// a stopped VM) or a network delay longer than the validity time lets two owners believe they hold
+// the lock, and a server that restarts without having persisted the lock, or whose clock jumps, can
+// grant it a second time (Martin Kleppmann, "How to do distributed locking", 2016). Nothing in
+// Redlock lets a resource reject the late owner. Redisson has deprecated its RedLock for these
+// reasons. Use RedLock only where an occasional second owner costs efficiency, not correctness. Where
+// correctness matters, use one lock (rlock) on a replicated deployment whose writes are acknowledged
+// by the replicas, and fencing tokens (rlock.WithFencing) checked by the resource, so that a stale
+// owner's writes are refused.
 package multilock
 
 import (
@@ -108,7 +120,9 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 	if ctx == nil {
 		return nil, core.Invalid(multiKind, m.name, "nil context")
 	}
-	ctx, _ = core.EnsureOwner(ctx)
+	if _, ok := core.OwnerID(ctx); !ok {
+		ctx = core.WithNewOwner(ctx)
+	}
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)

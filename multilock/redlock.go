@@ -13,33 +13,19 @@ import (
 
 // RedLock is the Redlock algorithm over N locks, one per independent Redis server (not replicas of
 // one another, not nodes of one cluster): it holds the lock when it holds a majority, N/2+1, of them.
-// It is safe for concurrent use.
-//
-// One attempt sends a single try to every server at once, with the same owner, and waits for the
-// answers at most the instance timeout (WithInstanceTimeout), so a stalled or dead server costs that
-// much and no more. The attempt succeeds when a majority acquired and time is left: the validity time
-// is the sub-locks' lease, minus the time since the attempt began, minus one allowance for clock drift
-// of 1% of the lease plus 2 ms, all measured with the monotonic clock. The ctx Lock returns has the
-// end of the validity time as its deadline. A failed attempt gives back whatever it acquired, also on
-// the servers that answered late, and the next one starts after a random delay (WithRetryDelay) until
-// the wait bound passes.
+// It is safe for concurrent use. One attempt tries every server at once, waiting at most the instance
+// timeout (WithInstanceTimeout); it succeeds when a majority acquired and time is left: the validity
+// time is the sub-locks' lease, less the attempt's time and a drift allowance of 1% + 2 ms. The ctx
+// Lock returns ends with the validity time. A failed attempt gives back whatever it acquired, also on
+// servers that answered late, and the next starts after a random delay (WithRetryDelay).
 //
 // Give the sub-locks a fixed lease (rlock.WithLease): that is the Redlock algorithm, and the validity
 // is bounded. Sub-locks kept by their Clients' watchdogs have no fixed validity: the hold lasts until
 // fewer than a majority of them are still held.
 //
 // The hold's ctx ends with redisync.ErrLost when the validity time ends or when so many sub-locks are
-// lost that no majority is left; the rest are then given back at once.
-//
-// What it does not guarantee. Redlock's safety rests on timing assumptions that real systems break:
-// a process paused (GC, swap, a stopped VM) or a network delay longer than the validity time lets
-// two owners believe they hold the lock, and a server that restarts without having persisted the
-// lock, or whose clock jumps, can grant it a second time (Martin Kleppmann, "How to do distributed
-// locking", 2016). Nothing in Redlock lets a resource reject the late owner. Redisson has deprecated
-// its RedLock for these reasons. Use RedLock only where an occasional second owner costs efficiency,
-// not correctness. Where correctness matters, use one lock (rlock) on a replicated deployment whose
-// writes are acknowledged by the replicas, and fencing tokens (rlock.WithFencing) checked by the
-// resource, so that a stale owner's writes are refused.
+// lost that no majority is left; the rest are then given back at once. Read what it does not
+// guarantee in the package doc.
 type RedLock struct {
 	locks      []Locker
 	name       string
@@ -108,7 +94,9 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (context.Cont
 	if ctx == nil {
 		return nil, core.Invalid(redKind, r.name, "nil context")
 	}
-	ctx, _ = core.EnsureOwner(ctx)
+	if _, ok := core.OwnerID(ctx); !ok {
+		ctx = core.WithNewOwner(ctx)
+	}
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)

@@ -1,4 +1,9 @@
-// Package pubsub is the release notifier that redisync's waiters park on.
+// Package pubsub is the release notifier that redisync's waiters park on, and that a primitive of
+// one's own can park on too (see the Example): get a Client's with redisync.Client.Notifier.
+//
+// The way to wait without missing a release: Subscribe, wait until Ready, then try (a Lua script of
+// package lua that changes state and publishes what it freed); when the try fails, Wait for the next
+// message and try again. A message that came between the try and the Wait is kept for the Wait.
 //
 // One Notifier serves one client. It keeps a single subscription connection (on a Redis 7+ cluster,
 // sharded subscriptions on the connections of the nodes that own the channels), subscribes a channel
@@ -145,6 +150,23 @@ func (w *Waiter) Ready() <-chan struct{} {
 
 // C receives a value when the waiter should try again, or has been granted what it waits for (Grant).
 func (w *Waiter) C() <-chan struct{} { return w.sig }
+
+// Wait returns when a message woke the waiter (nil), or when ctx ends (its cause), or when the
+// notifier is closed (ErrClosed). A message that came since the last Wait returns at once.
+func (w *Waiter) Wait(ctx context.Context) error {
+	select {
+	case <-w.sig:
+		w.n.mu.Lock()
+		closed := w.n.closed
+		w.n.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
 
 // Grant returns the payload of the message addressed to this waiter, if one came since the last call.
 func (w *Waiter) Grant() (string, bool) {

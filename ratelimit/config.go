@@ -133,7 +133,7 @@ func (l *Limiter) set(ctx context.Context, cfg Config, how string, opts []SetOpt
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.keys[5] + args[5])
+	l.c.DeleteLater(l.keys[5] + args[5])
 	return n == 1, nil
 }
 
@@ -186,6 +186,6 @@ func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.keys[5] + rid)
+	l.c.DeleteLater(l.keys[5] + rid)
 	return n == 1, nil
 }

@@ -41,7 +41,7 @@ func (l *Limiter) expire(ctx context.Context, ms string) (bool, error) {
 	if err != nil {
 		return false, core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.keys[5] + rid)
+	l.c.DeleteLater(l.keys[5] + rid)
 	return n == 1, nil
 }
 

@@ -92,7 +92,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 	l := &Limiter{c: cc, name: name}
 	side := cc.SideKeys(name, ":value", ":permits", "redisync_once:")
 	l.keys[0], l.keys[1], l.keys[3], l.keys[5] = name, side[0], side[1], side[2]
-	l.keys[2], l.keys[4] = l.clientKeys(l.c.ID())
+	l.keys[2], l.keys[4] = l.clientKeys(l.c.Value("client"))
 	for _, opt := range opts {
 		opt(l)
 	}
@@ -149,7 +149,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		a.deadline = time.Now().Add(wait)
 	}
 	// No Channel: nothing announces freed permits, and each try says how long to sleep.
-	_, err := l.c.Acquire(ctx, wait, core.Wait{Kind: kind, Name: l.name, Tries: a})
+	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{Tries: a})
 	if err != nil {
 		return core.Errorf(kind, l.name, err)
 	}
@@ -175,11 +175,11 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 		return nil
 	}
 	rid := l.c.RequestID()
-	res, err := l.c.Send(core.Detach(ctx), releaseScript, l.keys[:], []string{strconv.FormatInt(n, 10), rid}).AsIntSlice()
+	res, err := l.c.Send(context.WithoutCancel(ctx), releaseScript, l.keys[:], []string{strconv.FormatInt(n, 10), rid}).AsIntSlice()
 	if err != nil {
 		return core.Errorf(kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.keys[5] + rid)
+	l.c.DeleteLater(l.keys[5] + rid)
 	switch {
 	case len(res) == 2 && res[0] == 1:
 		return nil
@@ -200,7 +200,7 @@ type acquisition struct {
 // grant the first send made (ratelimit_acquire.lua).
 func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	l := a.l
-	reply, notReplicated := core.SplitReplication(l.c.SendAcquiring(ctx, acquireScript, l.keys[:5], a.args[:]))
+	reply, notReplicated := l.c.SendAcquiring(ctx, acquireScript, l.keys[:5], a.args[:])
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err

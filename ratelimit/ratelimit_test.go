@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/ratelimit"
+	"github.com/stretchr/testify/require"
 )
 
 func overall(rate int64, interval time.Duration) ratelimit.Config {
@@ -481,4 +482,47 @@ func TestAvailableChangesNothing(t *testing.T) {
 		t.Errorf("Available changed the window: %+v -> %+v", before, after)
 	}
 	l.Delete(ctx)
+}
+
+// TestWaiterLearnsOfChangesAtItsNextTry: a waiter whose limiter is deleted, or whose rate drops
+// below the permits it asks for, gets the error from its next try and returns it at once: errors
+// that are answers are not tried again.
+func TestWaiterLearnsOfChangesAtItsNextTry(t *testing.T) {
+	tg := testkit.Standalone(t)
+	for _, tc := range []struct {
+		name   string
+		change func(ctx context.Context, l *ratelimit.Limiter) error
+		want   error
+	}{
+		{"deleted", func(ctx context.Context, l *ratelimit.Limiter) error { _, err := l.Delete(ctx); return err }, redisync.ErrNotInitialized},
+		{"rate below the permits", func(ctx context.Context, l *ratelimit.Limiter) error { return l.SetRate(ctx, overall(1, time.Hour)) }, redisync.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, rec := recorded(t, tg, nil)
+			ctx := context.Background()
+			l, _ := ratelimit.New(c, unique("changed"))
+			const interval = 300 * time.Millisecond
+			_, err := l.TrySetRate(ctx, overall(2, interval))
+			require.NoError(t, err)
+			require.NoError(t, l.Acquire(ctx, 2)) // the window is full for an interval
+			tries := rec.tries.Load()
+			done := make(chan error, 1)
+			go func() { done <- l.Acquire(ctx, 2) }()
+			testkit.Eventually(t, 5*time.Second, func() error {
+				if rec.tries.Load() == tries {
+					return errors.New("the waiter has not tried yet")
+				}
+				return nil
+			})
+			require.NoError(t, tc.change(ctx, l))
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, tc.want)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the waiter did not return")
+			}
+			require.EqualValues(t, 2, rec.tries.Load()-tries, "the try that waited, then the one that got the error")
+			l.Delete(ctx)
+		})
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
@@ -285,7 +284,7 @@ func TestReplicaAckPreventsTwoOwners(t *testing.T) {
 		plain := sentinelClient(t, p.Sentinel)
 		lp, _ := rlock.New(plain, "replicated", rlock.WithLease(time.Minute))
 		held := lockSoon(t, lp)
-		if n := core.Of(c1).Holds(); n != 0 {
+		if n := testkit.Holds(c1); n != 0 {
 			t.Fatalf("client whose acquisition failed records %d holds", n)
 		}
 		if err := lp.Unlock(held); err != nil {

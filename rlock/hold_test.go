@@ -234,7 +234,7 @@ func TestForgottenHoldStopsRenewing(t *testing.T) {
 		cc := core.Of(c)
 		testkit.Eventually(t, 20*time.Second, func() error {
 			runtime.GC()
-			if n := cc.Renewals(); n != 0 {
+			if _, n := cc.Pending(); n != 0 {
 				return fmt.Errorf("%d holds still renewed", n)
 			}
 			return nil

@@ -44,10 +44,7 @@ var spec = &core.Spec{
 		"force":   lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_force_release.lua"),
 		"leave":   lua.Load("wake_records.lua", "rlock_wake.lua", "rlock_leave.lua"),
 	},
-	Channel:  "channel",
-	Wake:     "wake",
-	HandOver: true,
-	Policy:   pubsub.WakeOne,
+	Policy: pubsub.WakeOne,
 }
 
 // Lock is a distributed reentrant lock on one name. It is cheap to create and safe for concurrent use;
@@ -121,7 +118,10 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.l.IsLocked(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.l.HoldCount(ctx)
+	return n > 0, err
+}
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.
@@ -134,5 +134,5 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return l.l.Do(ctx, fn)
+	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

@@ -87,7 +87,7 @@ func TestReleaseResent(t *testing.T) {
 		if resent {
 			s = s.Resent()
 		}
-		args := []string{field, held, rid, "30000", cc.PublishCommand(), cc.CountCommand()}
+		args := []string{field, held, rid, "30000", cc.Value("publish"), cc.Value("numsub")}
 		n, err := s.Exec(ctx, cc.RDB(), append([]string{"resent"}, side...), args).AsInt64()
 		if err != nil {
 			t.Fatal(err)

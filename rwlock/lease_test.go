@@ -198,7 +198,7 @@ func TestFixedLease(t *testing.T) {
 		if ms := num(t, rdb, "PTTL", leaseKey("leased", owner(t, c, r), 1)); (ms <= 0 && !time.Now().After(d)) || ms > 500 {
 			t.Fatalf("read lease key PTTL %d, want (0, 500]", ms)
 		}
-		if n := core.Of(c).Renewals(); n != 0 {
+		if n := testkit.Renewals(c); n != 0 {
 			t.Fatalf("a fixed lease is renewed (%d renewals)", n)
 		}
 		<-r.Done()
@@ -255,7 +255,7 @@ func TestWatchdog(t *testing.T) {
 			t.Fatal(err)
 		}
 		acquired := time.Now()
-		if n := cc.Renewals(); n != 2 {
+		if _, n := cc.Pending(); n != 2 {
 			t.Fatalf("%d renewals, want 2 (the write hold and the read hold)", n)
 		}
 		// Both holds are renewed, past the end of their first leases (which the client counts from
@@ -275,13 +275,13 @@ func TestWatchdog(t *testing.T) {
 		if err := rw.WriteLock().Unlock(w); err != nil {
 			t.Fatal(err)
 		}
-		if n := cc.Renewals(); n != 1 {
+		if _, n := cc.Pending(); n != 1 {
 			t.Fatalf("%d renewals after the write unlock, want 1", n)
 		}
 		if err := rw.ReadLock().Unlock(r); err != nil {
 			t.Fatal(err)
 		}
-		if n := cc.Renewals(); n != 0 {
+		if _, n := cc.Pending(); n != 0 {
 			t.Fatalf("%d renewals after the last unlock", n)
 		}
 		if n := num(t, rdb, "EXISTS", "watched"); n != 0 {
@@ -302,7 +302,7 @@ func TestWatchdog(t *testing.T) {
 		if !errors.Is(context.Cause(r), redisync.ErrLost) {
 			t.Fatalf("cause %v, want ErrLost", context.Cause(r))
 		}
-		if n := cc.Renewals(); n != 0 {
+		if _, n := cc.Pending(); n != 0 {
 			t.Fatalf("%d renewals after the hold was lost", n)
 		}
 		if err := rw.ReadLock().Unlock(r); err != nil && !errors.Is(err, redisync.ErrNotHeld) {

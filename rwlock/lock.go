@@ -29,10 +29,9 @@ var (
 			"renew":   lua.Load("rwlock_read_renew.lua"),
 			"force":   lua.Load("rwlock_force_release.lua"),
 		},
-		Channel: "channel",
-		Policy:  policy,
-		Shared:  true, // readers share, and may release in any order
-		Around:  downgrade,
+		Policy: policy,
+		Shared: true, // readers share, and may release in any order
+		Around: downgrade,
 	}
 	writeSpec = &core.Spec{
 		Kind: "write lock",
@@ -44,7 +43,6 @@ var (
 			"force":   lua.Load("rwlock_force_release.lua"),
 			"leave":   lua.Load("rwlock_withdraw.lua"), // a writer that gives up stops keeping readers out
 		},
-		Channel: "channel",
 		Policy:  policy,
 		Suffix:  ":write",
 		Refused: ErrUpgrade,
@@ -64,6 +62,7 @@ func policy(message string) int64 {
 // Lock is one side of an RWLock: its ReadLock or its WriteLock.
 type Lock struct {
 	l      *core.Lock
+	c      *core.Client
 	writer bool
 }
 
@@ -86,11 +85,9 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context
 	return l.l.TryLock(ctx, wait)
 }
 
-// writeHeld keys, in a write hold's ctx, what the read side needs for a downgrade.
-type writeHeld struct {
-	c    *core.Client
-	name string
-}
+// writeHeld keys, in a write hold's ctx, what the read side of the same lock (object) needs for a
+// downgrade.
+type writeHeld struct{ object any }
 
 type writeParent struct {
 	parent context.Context // the ctx the write lock was taken with
@@ -98,12 +95,12 @@ type writeParent struct {
 }
 
 // writeHold puts in a write hold's ctx what a downgrade needs.
-func writeHold(ctx context.Context, l *core.Lock) (context.Context, func(context.Context, error) context.Context) {
+func writeHold(ctx context.Context, object any) (context.Context, func(context.Context, error) context.Context) {
 	return ctx, func(held context.Context, err error) context.Context {
 		if err != nil {
 			return held
 		}
-		return context.WithValue(held, writeHeld{l.Client(), l.Name()}, writeParent{parent: ctx, done: held.Done()})
+		return context.WithValue(held, writeHeld{object}, writeParent{parent: ctx, done: held.Done()})
 	}
 }
 
@@ -112,8 +109,8 @@ func writeHold(ctx context.Context, l *core.Lock) (context.Context, func(context
 // release; the read hold derives instead from ctx's values and the cancellation of the ctx the write
 // lock was taken with. A ctx with a cancellation of its own is used as it is. The returned func undoes
 // the set-up once the read hold's ctx has ended (at once when the acquisition failed).
-func downgrade(ctx context.Context, l *core.Lock) (context.Context, func(context.Context, error) context.Context) {
-	p, ok := ctx.Value(writeHeld{l.Client(), l.Name()}).(writeParent)
+func downgrade(ctx context.Context, object any) (context.Context, func(context.Context, error) context.Context) {
+	p, ok := ctx.Value(writeHeld{object}).(writeParent)
 	if !ok || ctx.Done() != p.done {
 		return ctx, nil
 	}
@@ -151,7 +148,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 // lock, whether a writer holds it; for the read lock, whether the lock is in read mode or its writer
 // also reads (downgrade under way).
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	c, name := l.l.Client(), l.l.Name()
+	c, name := l.c, l.l.Name()
 	kind := readSpec.Kind
 	if l.writer {
 		kind = writeSpec.Kind
@@ -178,7 +175,10 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // IsHeld reports whether ctx's owner holds this side (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.l.HoldCount(ctx)
+	return n > 0, err
+}
 
 // HoldCount returns how many times ctx's owner holds this side (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.
@@ -191,5 +191,5 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // Do runs fn while holding this side: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return l.l.Do(ctx, fn)
+	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

@@ -102,7 +102,8 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	read.Values, write.Values = map[string]string{"policy": "0", "mode": "read"}, map[string]string{"policy": "0", "mode": "write"}
 	if o.preferWrite {
 		read.Values["policy"] = "1"
-		write.Values["policy"] = strconv.FormatInt((2 * cc.Config().Recheck).Milliseconds(), 10)
+		recheck, _ := strconv.ParseInt(cc.Value("recheck"), 10, 64)
+		write.Values["policy"] = strconv.FormatInt(2*recheck, 10)
 	}
 	r, err := core.NewLock(cc, readSpec, name, read)
 	if err != nil {
@@ -112,7 +113,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RWLock{read: Lock{l: r}, write: Lock{l: w, writer: true}}, nil
+	return &RWLock{read: Lock{l: r, c: cc}, write: Lock{l: w, c: cc, writer: true}}, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.

@@ -30,14 +30,8 @@ const MaxAcquire = 1 << 16
 // The semaphore has a number of permits in all (Permits): those available plus those acquired.
 // Expiry is checked by every operation, by the server's clock: a permit whose lease has ended counts
 // as available from then on, whoever asks, and the operation that finds it announces it to waiters.
-// A waiter tries again when permits are released, and when the earliest lease it was told of ends; a
-// shorter lease taken after it parked is seen at the Client's recheck interval at the latest
-// (redisync.WithRecheckInterval).
-//
-// Acquired permits end with the pool they were taken from: when the semaphore's key ends (Delete,
-// a TTL, or any other removal), they return into no pool, not even one set anew under the same name,
-// and releasing them answers redisync.ErrNotHeld. Acquire gives the permits the key's TTL, as
-// Redisson does.
+// A waiter tries again when permits are released, and when the earliest lease it was told of ends.
+// Acquired permits end with the pool they were taken from (see the package doc).
 type Expirable struct {
 	c       *core.Client
 	name    string
@@ -128,8 +122,8 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 	for i := range ids {
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
-	a.args = append([]string{"acquire", e.c.PublishCommand(), e.c.RequestID(), e.leaseMs}, ids...)
-	if _, err := e.c.Acquire(ctx, wait, core.Wait{Kind: expirableKind, Name: e.name, Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
+	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), e.leaseMs}, ids...)
+	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
 		return nil, core.Errorf(expirableKind, e.name, err)
 	}
 	for i, id := range ids {
@@ -148,7 +142,7 @@ type expirableAcquisition struct {
 
 // Try sends one try.
 func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, error) {
-	reply, notReplicated := core.SplitReplication(a.e.c.SendAcquiring(ctx, expirableScript, a.e.keys, a.args))
+	reply, notReplicated := a.e.c.SendAcquiring(ctx, expirableScript, a.e.keys, a.args)
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -160,7 +154,7 @@ func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, er
 		return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, a.n, res[1])
 	}
 	// Wait at most until the earliest lease ends; a millisecond more, so that it has.
-	return false, core.RetryIn(res[1]), nil
+	return false, retryIn(res[1]), nil
 }
 
 // Undo gives back the permits a try took: permit ids are unique, so giving them back is safe whether
@@ -215,8 +209,8 @@ func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error)
 // release runs the release of raw ids; it returns the 1-based position of an id that is not
 // acquired, or 0 when every id was released.
 func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
-	args := append([]string{"release", e.c.PublishCommand(), e.c.RequestID()}, raw...)
-	res, err := e.c.Send(core.Detach(ctx), expirableScript, e.keys, args).AsIntSlice()
+	args := append([]string{"release", e.c.Value("publish"), e.c.RequestID()}, raw...)
+	res, err := e.c.Send(context.WithoutCancel(ctx), expirableScript, e.keys, args).AsIntSlice()
 	if err != nil {
 		return 0, err
 	}
@@ -248,7 +242,11 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 	if err != nil {
 		return err
 	}
-	ok, err := e.c.SendAcquiring(ctx, expirableScript, e.keys, []string{"lease", e.c.PublishCommand(), "", ms, raw}).AsBool()
+	reply, notReplicated := e.c.SendAcquiring(ctx, expirableScript, e.keys, []string{"lease", e.c.Value("publish"), "", ms, raw})
+	if notReplicated != nil {
+		return notReplicated // the lease stands, but a failover could lose the new one
+	}
+	ok, err := reply.AsBool()
 	if err != nil {
 		return err
 	}
@@ -270,7 +268,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, er
 	if err != nil {
 		return 0, core.Errorf(expirableKind, e.name, err)
 	}
-	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.PublishCommand(), "", raw}).AsInt64()
+	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.Value("publish"), "", raw}).AsInt64()
 	switch {
 	case err != nil:
 		return 0, core.Errorf(expirableKind, e.name, err)
@@ -314,7 +312,7 @@ func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error
 	if ctx == nil {
 		return 0, 0, core.Invalid(expirableKind, e.name, "nil context")
 	}
-	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.PublishCommand(), ""}).AsIntSlice()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.Value("publish"), ""}).AsIntSlice()
 	if err != nil {
 		return 0, 0, core.Errorf(expirableKind, e.name, err)
 	}
@@ -356,11 +354,11 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 		return 0, core.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
-	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.PublishCommand(), rid, itoa(n)}).AsInt64()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.Value("publish"), rid, itoa(n)}).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(expirableKind, e.name, err)
 	}
-	e.c.DeleteKeyLater(e.keys[3] + rid)
+	e.c.DeleteLater(e.keys[3] + rid)
 	return res, nil
 }
 
@@ -372,11 +370,11 @@ func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 		return false, core.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
-	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.PublishCommand(), rid}).AsInt64()
+	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.Value("publish"), rid}).AsInt64()
 	if err != nil {
 		return false, core.Errorf(expirableKind, e.name, err)
 	}
-	e.c.DeleteKeyLater(e.keys[3] + rid)
+	e.c.DeleteLater(e.keys[3] + rid)
 	return n > 0, nil
 }
 
@@ -391,9 +389,18 @@ func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 		return false, core.Errorf(expirableKind, e.name, err)
 	}
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.PublishCommand(), "", ms}).AsBool()
+	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.Value("publish"), "", ms}).AsBool()
 	if err != nil {
 		return false, core.Errorf(expirableKind, e.name, err)
 	}
 	return ok, nil
+}
+
+// retryIn turns the time until the earliest lease ends, as the script reports it, into a wait: a
+// millisecond more, so that it has ended; none (-1) is unknown.
+func retryIn(ms int64) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms+1) * time.Millisecond
 }

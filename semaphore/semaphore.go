@@ -21,6 +21,12 @@
 // TrySetPermitsTTL or Expire gave it ends; then it is unset, as if never set. Permits acquired before
 // do not follow it: ReleaseIfExists will not set the semaphore anew, and an Expirable's permits end
 // with it.
+//
+// An Expirable's waiter that parked before a shorter lease was taken sees it at the Client's recheck
+// interval at the latest (redisync.WithRecheckInterval). Its acquired permits end with the pool they
+// were taken from: when the semaphore's key ends (Delete, a TTL, or any other removal), they return
+// into no pool, not even one set anew under the same name, and releasing them answers
+// redisync.ErrNotHeld. Acquire gives the permits the key's TTL, as Redisson does.
 package semaphore
 
 import (
@@ -86,10 +92,10 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 		"redisync_semaphore__wake:", "redisync_semaphore_grants", "redisync_once:")
 	s.keys = [7]string{name, s.channel, side[0], side[1], side[2], side[3], side[4]}
 	s.tryKeys = [5]string{name, side[0], side[1], side[3], side[4]}
-	s.wake = s.keys[4] + s.c.ID()
+	s.wake = s.keys[4] + s.c.Value("client")
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only announces the count.
-	s.windowMs = s.c.WaitWindowMs()
+	s.windowMs = s.c.Value("window")
 	return s, nil
 }
 
@@ -120,12 +126,12 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 		return false, err
 	}
 	rid := s.c.RequestID()
-	args := []string{itoa(n), s.c.PublishCommand(), s.c.CountCommand(), itoa(ttl.Milliseconds()), rid}
+	args := []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), itoa(ttl.Milliseconds()), rid}
 	ok, err := s.c.Send(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
-	s.c.DeleteKeyLater(s.keys[6] + rid)
+	s.c.DeleteLater(s.keys[6] + rid)
 	return ok, nil
 }
 
@@ -177,19 +183,19 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	a := &acquisition{s: s, n: n}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
-	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.ID(), argLinger: lingerMs,
+	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
 		argRecorded: "0", argRid: s.c.RequestID()}
-	w := core.Wait{Kind: kind, Name: s.name, Channel: s.channel, Weight: n, Policy: wake, Tries: a}
+	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" && !s.c.AcksReplicas(ctx, s.name) { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
-	if _, err := s.c.Acquire(ctx, wait, w); err != nil {
+	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
 		if member := a.args[argRecord]; member != "" {
 			s.c.Leave(func() { s.forget(ctx, member) })
 		}
 		return core.Errorf(kind, s.name, err)
 	}
-	s.c.DeleteKeyLater(s.keys[6] + a.args[argRid]) // the try's memo
+	s.c.DeleteLater(s.keys[6] + a.args[argRid]) // the try's memo
 	return nil
 }
 
@@ -216,7 +222,7 @@ type acquisition struct {
 // Try sends one try.
 func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	s := a.s
-	reply, notReplicated := core.SplitReplication(s.c.SendAcquiring(ctx, acquireScript, s.tryKeys[:], a.args[:]))
+	reply, notReplicated := s.c.SendAcquiring(ctx, acquireScript, s.tryKeys[:], a.args[:])
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -237,11 +243,11 @@ func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
 	if sure {
 		s.release(ctx, a.n, true)
-		s.c.DeleteKeyLater(s.keys[6] + a.args[argRid])
+		s.c.DeleteLater(s.keys[6] + a.args[argRid])
 		return
 	}
-	args := []string{itoa(a.n), s.c.PublishCommand(), s.c.CountCommand(), "1", a.args[argRid]}
-	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteKeyLater(s.keys[6] + a.args[argRid]) })
+	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
+	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(s.keys[6] + a.args[argRid]) })
 }
 
 // Tag names the waiter's record (semaphore_wake.lua), unique to this acquisition, and makes the
@@ -273,7 +279,7 @@ func (a *acquisition) Stray(member, _ string) { a.s.forget(context.Background(),
 func (s *Semaphore) forget(ctx context.Context, member string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
 	defer cancel()
-	s.c.Send(ctx, forgetScript, s.keys[:6], []string{member, s.c.PublishCommand(), s.c.CountCommand()})
+	s.c.Send(ctx, forgetScript, s.keys[:6], []string{member, s.c.Value("publish"), s.c.Value("numsub")})
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package
@@ -310,9 +316,9 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 		flag = "1"
 	}
 	rid := s.c.RequestID()
-	err := s.c.Send(core.Detach(ctx), addScript, s.keys[:], []string{itoa(n), s.c.PublishCommand(), s.c.CountCommand(), flag, rid}).Error()
+	err := s.c.Send(context.WithoutCancel(ctx), addScript, s.keys[:], []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), flag, rid}).Error()
 	if err == nil || rueidis.IsRedisNil(err) {
-		s.c.DeleteKeyLater(s.keys[6] + rid)
+		s.c.DeleteLater(s.keys[6] + rid)
 	}
 	if rueidis.IsRedisNil(err) {
 		return false, nil
@@ -336,7 +342,7 @@ func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
-	s.c.DeleteKeyLater(s.keys[6] + rid)
+	s.c.DeleteLater(s.keys[6] + rid)
 	return ok, nil
 }
 
@@ -391,7 +397,7 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, core.Errorf(kind, s.name, err)
 	}
-	s.c.DeleteKeyLater(s.keys[6] + rid)
+	s.c.DeleteLater(s.keys[6] + rid)
 	return n, nil
 }
 

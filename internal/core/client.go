@@ -22,8 +22,8 @@ import (
 
 // Defaults shared by every primitive.
 const (
-	DefaultWatchdogTimeout = 30 * time.Second
-	DefaultRecheck         = 5 * time.Second
+	defaultWatchdogTimeout = 30 * time.Second
+	defaultRecheck         = 5 * time.Second
 )
 
 // Config holds what every primitive of one client shares.
@@ -33,19 +33,19 @@ type Config struct {
 	WatchdogTimeout time.Duration
 	// Recheck bounds how long a waiter trusts notifications alone before it tries again.
 	Recheck time.Duration
-	// ReplicaAck, when not 0, makes every acquiring write wait for that many replicas (AllReplicas:
-	// as many as the master has), each wait bounded by ReplicaAckTimeout. ReplicaAckByDefault: it is
-	// Redisson's default, which waits for replicas only, never for the master's AOF fsync.
-	ReplicaAck          int
-	ReplicaAckTimeout   time.Duration
-	ReplicaAckByDefault bool
+	// ReplicaAck, when not 0, makes every acquiring write wait for that many replicas, each wait
+	// bounded by ReplicaAckTimeout: -1 for as many as the master has, and -2 for that as Redisson's
+	// default does, which waits for replicas only, never for the master's AOF fsync.
+	ReplicaAck        int
+	ReplicaAckTimeout time.Duration
 	// StallBound is how long the connection may take to fail a command that a stalled server never
 	// answers (0: unknown): a try that ctx's deadline could come before runs apart from its caller.
 	StallBound time.Duration
 	// Logger receives what would otherwise pass silently; nil means slog.Default().
 	Logger *slog.Logger
-	// Events, when set, receives every Event, on the goroutine where it happens.
-	Events func(Event)
+	// Events, when set, receives every event, on the goroutine where it happens, as the fields of
+	// package redisync's Event in order, kind being its EventKind.
+	Events func(kind uint8, primitive, name string, wait, held time.Duration, handedOver, waited bool, cause error, channels, ended int)
 	// NameMapper, when set, maps every object name before keys and channels are built from it.
 	NameMapper func(string) string
 }
@@ -90,10 +90,10 @@ type Client struct {
 // New wraps rdb. When owns is true, Close closes rdb too.
 func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	if cfg.WatchdogTimeout == 0 {
-		cfg.WatchdogTimeout = DefaultWatchdogTimeout
+		cfg.WatchdogTimeout = defaultWatchdogTimeout
 	}
 	if cfg.Recheck == 0 {
-		cfg.Recheck = DefaultRecheck
+		cfg.Recheck = defaultRecheck
 	}
 	cluster := rdb.Mode() == rueidis.ClientModeCluster
 	sharded := false
@@ -187,17 +187,11 @@ func (c *Client) Close() error {
 // RDB returns the rueidis client.
 func (c *Client) RDB() rueidis.Client { return c.rdb }
 
-// ID returns the client's random UUID, the first half of every owner field it writes.
-func (c *Client) ID() string { return c.id }
-
-// Config returns the client's configuration with defaults filled in.
-func (c *Client) Config() Config { return c.cfg }
-
 // Notifier returns the client's notifier.
 func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
 
-// Closed reports whether Close was called.
-func (c *Client) Closed() bool {
+// closed reports whether Close was called.
+func (c *Client) isClosed() bool {
 	select {
 	case <-c.done:
 		return true
@@ -206,14 +200,13 @@ func (c *Client) Closed() bool {
 	}
 }
 
-// Renewals returns how many holds the watchdog renews (for leak checks in tests).
-func (c *Client) Renewals() int { return c.watchdog.len() }
-
-// Holds returns how many holds this client records (for leak checks in tests).
-func (c *Client) Holds() int {
+// Pending returns how many holds this client records and how many of them the watchdog renews:
+// after the last release, and what finishes in the background after it, both are 0 (leak checks).
+func (c *Client) Pending() (holds, renewals int) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.holds)
+	holds = len(c.holds)
+	c.mu.Unlock()
+	return holds, c.watchdog.len()
 }
 
 // waitWindow is how long a waiter's record in Redis says it will keep waiting without trying again:
@@ -228,27 +221,35 @@ func (c *Client) leaseMs(lease time.Duration) string {
 	return ms(lease)
 }
 
-// PublishCommand returns the command scripts publish with: PUBLISH, or SPUBLISH on a Redis 7+ cluster,
-// where the notifier subscribes with SSUBSCRIBE.
-func (c *Client) PublishCommand() string { return c.publish }
-
-// CountCommand returns the PUBSUB subcommand that scripts count a channel's subscribers with
-// (NUMSUB, or SHARDNUMSUB), or "" where a count cannot be trusted: on a cluster with classic Pub/Sub
-// a node counts its own subscribers only. Scripts given "" wake everyone, as Redisson does.
-func (c *Client) CountCommand() string {
-	if !c.counts {
-		return ""
-	}
-	return c.numsub
-}
-
-// WaitWindowMs is how long a waiter's record in Redis lasts, in ms: twice the recheck interval, the
-// longest a live waiter goes without a try. "0" where releases hand nothing over (CountCommand "").
-func (c *Client) WaitWindowMs() string {
-	if !c.counts {
+// Value returns what every script of this Client is given under name:
+//   - "publish": the command scripts publish with, PUBLISH, or SPUBLISH on a Redis 7+ cluster, where
+//     the notifier subscribes with SSUBSCRIBE;
+//   - "numsub": the PUBSUB subcommand that counts a channel's subscribers (NUMSUB, SHARDNUMSUB), or ""
+//     where a count cannot be trusted (classic Pub/Sub on a cluster counts one node's): scripts given
+//     "" wake everyone, as Redisson does;
+//   - "window": how long a waiter's record lasts, in ms: twice the recheck interval, the longest a
+//     live waiter goes without a try; "0" where releases hand nothing over (numsub "");
+//   - "client": the Client's id, the first half of every owner field it writes;
+//   - "recheck": the recheck interval, in ms.
+func (c *Client) Value(name string) string {
+	switch name {
+	case "recheck":
+		return ms(c.cfg.Recheck)
+	case "publish":
+		return c.publish
+	case "numsub":
+		if c.counts {
+			return c.numsub
+		}
+	case "window":
+		if c.counts {
+			return c.windowMs
+		}
 		return "0"
+	case "client":
+		return c.id
 	}
-	return c.windowMs
+	return ""
 }
 
 // ms formats d in milliseconds, as scripts take durations.

@@ -23,23 +23,20 @@ var (
 // Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that
 // errors.Is keeps working and the message says which lock failed.
 func Errorf(kind, name string, err error) error {
-	return &ObjectError{Kind: kind, Name: name, Err: err}
+	return &objectError{kind: kind, name: name, err: err}
 }
 
 // Invalid returns an ErrInvalidArgument that says what was wrong.
 func Invalid(kind, name, format string, args ...any) error {
-	return &ObjectError{Kind: kind, Name: name, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)}
+	return &objectError{kind: kind, name: name, err: fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)}
 }
 
-// ObjectError is an error about one named object (a lock, a semaphore, ...).
-type ObjectError struct {
-	Kind string // "lock", "fair lock", "semaphore", ...
-	Name string
-	Err  error
+// objectError is an error about one named object (a lock, a semaphore, ...): "<kind> "<name>": <err>".
+type objectError struct {
+	kind, name string
+	err        error
 }
 
-// Error reads "<kind> \"<name>\": <err>".
-func (e *ObjectError) Error() string { return fmt.Sprintf("%s %q: %v", e.Kind, e.Name, e.Err) }
+func (e *objectError) Error() string { return fmt.Sprintf("%s %q: %v", e.kind, e.name, e.err) }
 
-// Unwrap returns the underlying error.
-func (e *ObjectError) Unwrap() error { return e.Err }
+func (e *objectError) Unwrap() error { return e.err }

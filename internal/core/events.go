@@ -2,64 +2,32 @@ package core
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
-// EventKind says what an Event reports.
-type EventKind uint8
-
-// The kinds of Event.
+// The kinds of event, in the order of package redisync's EventKind values (1, 2, ...).
 const (
-	EventAcquired      EventKind = iota + 1 // a hold was acquired: Wait, HandedOver
-	EventReleased                           // an acquisition was released by Unlock: Held
-	EventLost                               // a hold ended without Unlock: Held, Cause
-	EventRenewalFailed                      // a renewal round failed; the hold lives on until its lease may end: Cause
-	EventReconnected                        // the notifier subscribed again after losing its connection: Channels
-	EventAbandoned                          // a held ctx was dropped without Unlock: Held, Ended
-	EventWaiting                            // an acquisition's try failed and it waits for another
-	EventNotAcquired                        // an acquisition gave up at its wait bound: Wait, Waited
-	EventFailed                             // an acquisition ended with an error: Wait, Waited, Cause
-	EventCountedDown                        // a countdown latch was counted down
+	evAcquired      = iota + 1 // an acquisition ended acquired: wait, handedOver, waited
+	evReleased                 // an acquisition was released by Unlock: held, ended
+	evLost                     // a hold ended without Unlock: held, cause, ended
+	evRenewalFailed            // a renewal round failed; the hold lives on until its lease may end: cause
+	evReconnected              // the notifier subscribed again after losing its connection: channels
+	evAbandoned                // a held ctx was dropped without Unlock: held, ended
+	evWaiting                  // an acquisition's try failed and it waits for another
+	evNotAcquired              // an acquisition gave up at its wait bound: wait, waited
+	evFailed                   // an acquisition ended with an error: wait, waited, cause
+	evCountedDown              // a countdown latch was counted down
 )
 
-var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned",
-	"waiting", "not acquired", "failed", "counted down"}
-
-func (k EventKind) String() string {
-	if int(k) < len(kindNames) && k != 0 {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", uint8(k))
-}
-
-// Event is one thing a Client reports to Config.Events. It is passed by value: reporting allocates
-// nothing.
-type Event struct {
-	Kind      EventKind
-	Primitive string // "lock", "fair lock", "read lock", "write lock", ...; "" for EventReconnected
-	Name      string // the object's name; "" for EventReconnected
-	// Wait is how long the acquisition took, from the call to its end (EventAcquired,
-	// EventNotAcquired, EventFailed).
-	Wait time.Duration
-	// Held is how long the acquisition was held (EventReleased, EventAbandoned), or for how long the
-	// earliest acquisition of the hold had been (EventLost).
-	Held time.Duration
-	// HandedOver: the releasing holder handed the object to this waiter; otherwise it took it by
-	// its own try (EventAcquired).
-	HandedOver bool
-	// Cause is why the hold was lost, the renewal failed or the acquisition failed (EventLost,
-	// EventRenewalFailed, EventFailed); it matches ErrClosed when Close ended the hold.
-	Cause error
-	// Channels is how many channels were subscribed again (EventReconnected).
-	Channels int
-	// Waited: the acquisition reported EventWaiting before it ended (EventAcquired, EventNotAcquired,
-	// EventFailed), so that waiters waiting now can be counted.
-	Waited bool
-	// Ended is how many of the client's acquisitions of a lock the event ends (EventReleased: 1;
-	// EventLost: every one of the hold's; EventAbandoned: 1, or 0 while the hold stays until its
-	// lease may end, when EventLost ends it), so that acquisitions held now can be counted.
-	Ended int
+// event is one thing a Client reports to Config.Events, field by field: package redisync's Event
+// (whose fields these are) is the public face. Passed by value, it allocates nothing.
+type event struct {
+	kind               uint8
+	primitive, name    string // "" for evReconnected
+	wait, held         time.Duration
+	handedOver, waited bool
+	cause              error
+	channels, ended    int
 }
 
 // epoch is what acquisition times are measured from: a monotonic reading in 8 bytes.
@@ -70,14 +38,16 @@ func since(at time.Duration) time.Duration { return time.Since(epoch) - at }
 // observed reports whether anyone receives events.
 func (c *Client) observed() bool { return c.cfg.Events != nil }
 
-func (c *Client) emit(e Event) {
+func (c *Client) emit(e event) {
 	if f := c.cfg.Events; f != nil {
-		f(e)
+		f(e.kind, e.primitive, e.name, e.wait, e.held, e.handedOver, e.waited, e.cause, e.channels, e.ended)
 	}
 }
 
-// Emit reports e when events are observed; passed by value, it costs nothing otherwise.
-func (c *Client) Emit(e Event) { c.emit(e) }
+// CountedDown reports that the countdown latch name was counted down.
+func (c *Client) CountedDown(kind, name string) {
+	c.emit(event{kind: evCountedDown, primitive: kind, name: name})
+}
 
 // acquiring measures one acquisition while events are observed: from the call to its end, whether
 // it waited, and whether a hand-over was taken. A nil *acquiring measures nothing.
@@ -108,7 +78,7 @@ func (c *Client) observe(kind, name string, w *Wait) *acquiring {
 func (m *acquiring) waiting() {
 	if m != nil && !m.waited {
 		m.waited = true
-		m.c.emit(Event{Kind: EventWaiting, Primitive: m.kind, Name: m.name})
+		m.c.emit(event{kind: evWaiting, primitive: m.kind, name: m.name})
 	}
 }
 
@@ -118,14 +88,14 @@ func (m *acquiring) done(err error) {
 	if m == nil {
 		return
 	}
-	e := Event{Primitive: m.kind, Name: m.name, Wait: time.Since(m.start), Waited: m.waited}
+	e := event{primitive: m.kind, name: m.name, wait: time.Since(m.start), waited: m.waited}
 	switch {
 	case err == nil:
-		e.Kind, e.HandedOver = EventAcquired, m.grants != nil && m.grants.claimed
+		e.kind, e.handedOver = evAcquired, m.grants != nil && m.grants.claimed
 	case errors.Is(err, ErrNotAcquired):
-		e.Kind = EventNotAcquired
+		e.kind = evNotAcquired
 	default:
-		e.Kind, e.Cause = EventFailed, err
+		e.kind, e.cause = evFailed, err
 	}
 	m.c.emit(e)
 }
@@ -152,7 +122,7 @@ func (h *hold) stamp(a *acq) {
 // released reports that Unlock released a.
 func (h *hold) released(a *acq) {
 	if h.c.observed() {
-		h.c.emit(Event{Kind: EventReleased, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: 1})
+		h.c.emit(event{kind: evReleased, primitive: h.kind, name: h.name, held: since(a.at), ended: 1})
 	}
 }
 
@@ -165,7 +135,7 @@ func (h *hold) ended(all []*acq, cause error) {
 		h.c.cfg.logger().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.id.field, "cause", cause)
 	}
 	if h.c.observed() {
-		h.c.emit(Event{Kind: EventLost, Primitive: h.kind, Name: h.name, Held: since(all[0].at), Cause: cause, Ended: len(all)})
+		h.c.emit(event{kind: evLost, primitive: h.kind, name: h.name, held: since(all[0].at), cause: cause, ended: len(all)})
 	}
 }
 
@@ -177,7 +147,7 @@ func (h *hold) abandonedEvent(a *acq, kept bool) {
 		if kept {
 			n = 0
 		}
-		h.c.emit(Event{Kind: EventAbandoned, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: n})
+		h.c.emit(event{kind: evAbandoned, primitive: h.kind, name: h.name, held: since(a.at), ended: n})
 	}
 }
 
@@ -193,12 +163,12 @@ func (c *Client) renewalFailed(batch []*entry, err error) {
 	for _, e := range batch {
 		failed[e] = true
 	}
-	var events []Event
+	var events []event
 	c.mu.Lock()
 	for _, h := range c.holds { // rare: a failed round; a scan beats an index kept for it
 		h.mu.Lock()
 		if h.entry != nil && failed[h.entry] {
-			events = append(events, Event{Kind: EventRenewalFailed, Primitive: h.kind, Name: h.name, Cause: err})
+			events = append(events, event{kind: evRenewalFailed, primitive: h.kind, name: h.name, cause: err})
 		}
 		h.mu.Unlock()
 	}
@@ -213,5 +183,5 @@ func (c *Client) renewalFailed(batch []*entry, err error) {
 func (c *Client) reconnected(channels int) {
 	c.cfg.logger().Info("redisync: notifier subscribed again after losing its connection; waiters try again",
 		"channels", channels)
-	c.emit(Event{Kind: EventReconnected, Channels: channels})
+	c.emit(event{kind: evReconnected, channels: channels})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,7 +58,7 @@ type acq struct {
 	// by the next Unlock, so that it releases once whatever the first send did.
 	rid      string
 	released atomic.Bool
-	at        time.Duration // when acquired, since epoch (only while events are observed)
+	at       time.Duration // when acquired, since epoch (only while events are observed)
 }
 
 // held is how many acquisitions Redis counts for the hold's owner, as far as this client knows. h.mu
@@ -356,7 +357,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(held int, rid
 	default:
 		h.mu.Lock()
 		a.releasing = false
-		if !IsConnectionError(err) {
+		if !isConnectionError(err) {
 			a.rid = "" // answered: Redis refused it, and changed nothing
 		}
 		if stopped != nil && h.entry == nil {
@@ -402,7 +403,7 @@ func (c *Client) loseHolds(key string, cause error) {
 	c.mu.Lock()
 	var all []*hold
 	for id, h := range c.holds { // rare (a forced unlock): a scan beats a second index
-		if id.key == key {
+		if id.key == key || strings.HasPrefix(id.key, key+"\x00") { // a group lock's values follow
 			all = append(all, h)
 		}
 	}

@@ -15,17 +15,24 @@ import (
 // package).
 func newMini(t *testing.T) *Client {
 	t.Helper()
+	_, c := newMiniServer(t)
+	return c
+}
+
+// newMiniServer is newMini that returns the server too.
+func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Client) {
+	t.Helper()
 	m := miniredis.RunT(t)
 	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(rdb, true, Config{})
+	c, err := New(rdb, true, Config{StallBound: 12 * time.Second}) // as package redisync gives rueidis's defaults
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c
+	return m, c
 }
 
 // A client lists itself again only once the last listing of that record is older than the period,
@@ -79,7 +86,7 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		l := testLock(c, shared)
 		id := holdID{"gate", "f"}
-		ctx := WithOwnerID(context.Background(), 1)
+		ctx := withOwnerID(context.Background(), 1)
 		outer := holdNow(t, c, l, ctx, id)
 		inner := holdNow(t, c, l, outer, id)
 		entered, proceed := make(chan int, 1), make(chan struct{})
@@ -128,7 +135,7 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		if err := <-second; err != nil {
 			t.Fatal(err)
 		}
-		if n := c.Holds(); n != 0 {
+		if n, _ := c.Pending(); n != 0 {
 			t.Fatalf("shared %v: %d holds recorded after both releases", shared, n)
 		}
 	}
@@ -140,7 +147,7 @@ func TestAbandonedAcquisitionsStayCounted(t *testing.T) {
 	c := newMini(t)
 	l := testLock(c, false)
 	id := holdID{"gate", "f"}
-	ctx := WithOwnerID(context.Background(), 1)
+	ctx := withOwnerID(context.Background(), 1)
 	outer := holdNow(t, c, l, ctx, id)
 	inner := holdNow(t, c, l, outer, id)
 	abandoned(outer.(*heldCtx).a) // the outer hold's ctx was dropped
@@ -159,7 +166,7 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 	c := newMini(t)
 	l := testLock(c, false)
 	id := holdID{"gate", "f"}
-	held := holdNow(t, c, l, WithOwnerID(context.Background(), 1), id)
+	held := holdNow(t, c, l, withOwnerID(context.Background(), 1), id)
 	var rids []string
 	var resents []bool
 	send := func(fail bool) func(int, string, bool) (int64, error) {
@@ -171,7 +178,7 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 			return 0, nil
 		}
 	}
-	if err := c.release(held, id, send(true)); !IsConnectionError(err) {
+	if err := c.release(held, id, send(true)); !isConnectionError(err) {
 		t.Fatalf("first Unlock: %v, want the connection's error", err)
 	}
 	if err := c.release(held, id, send(false)); err != nil {

@@ -22,17 +22,22 @@ type deletes struct {
 // flushBound bounds the last batch, sent while the Client closes.
 const flushBound = time.Second
 
-// DeleteLater removes field from the hash at key soon, without waiting for it: deletes queued while
-// one batch is on its way go out together in the next. After Close it does nothing.
-func (c *Client) DeleteLater(key, field string) { c.later(key, field, true) }
-
-// DeleteKeyLater removes key soon, as DeleteLater removes a field.
-func (c *Client) DeleteKeyLater(key string) { c.later(key, "", false) }
+// DeleteLater removes key soon, or only its hash fields when fields are given, without waiting for
+// it: deletes queued while one batch is on its way go out together in the next. After Close it does
+// nothing.
+func (c *Client) DeleteLater(key string, fields ...string) {
+	if len(fields) == 0 {
+		c.later(key, "", false)
+	}
+	for _, f := range fields {
+		c.later(key, f, true)
+	}
+}
 
 func (c *Client) later(key, field string, isField bool) {
 	d := &c.deletes
 	d.mu.Lock()
-	if c.Closed() {
+	if c.isClosed() {
 		d.mu.Unlock()
 		return
 	}

@@ -31,7 +31,7 @@ func TestDeleteLater(t *testing.T) {
 	}
 	m.HSet("other", "x", "1")
 	m.Set("latch", "1")
-	c.DeleteKeyLater("latch")
+	c.DeleteLater("latch")
 	c.DeleteLater("grants", "a")
 	c.DeleteLater("grants", "b")
 	c.DeleteLater("other", "x")

@@ -52,26 +52,24 @@ type Spec struct {
 	Kind string // "lock", "fair lock", "read lock", "write lock": for errors and events
 	// Keys names the side keys the scripts take, each given by its form in Redisson's naming:
 	// "prefix" is "prefix:{N}", "prefix:" is "prefix:{N}:" (a channel prefix that an id completes),
-	// ":suffix" is "{N}:suffix", and ":" is "{N}:".
+	// ":suffix" is "{N}:suffix", and ":" is "{N}:". Two names say how waiters wait: "channel" is where
+	// releases are announced (a prefix: each owner waits on its own, the owner's field completing it),
+	// and "wake" is the prefix of each Client's own channel (its id completes it). A lock whose acquire
+	// script takes a "tag" records its waiters, and its releases may hand the lock over to them.
 	Keys map[string]string
 	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
 	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
 	// ARGV[1], the TTL), "force", and "leave" (optional: after a wait that did not acquire, and to
 	// give back a hand-over that nobody took).
 	Scripts map[string]*lua.Script
-	// Channel is the key name of the channel releases are announced on; PerOwner makes it a prefix
-	// that ':' and the owner's field complete. Wake is the key name of the prefix of each Client's own
-	// channel, on which a release may hand the lock over (HandOver) or wake that Client's waiter.
-	Channel, Wake string
-	PerOwner      bool
-	HandOver      bool
-	Policy        pubsub.Policy // how many waiters a message on Channel wakes
-	Shared        bool          // several owners hold at once (read holds)
-	Suffix        string        // what follows the owner in its field (":write")
-	Refused       error         // what an acquisition's reply {3} means
+	Policy  pubsub.Policy // how many waiters a message on the channel wakes
+	Shared  bool          // several owners hold at once (read holds)
+	Suffix  string        // what follows the owner in its field (":write")
+	Refused error         // what an acquisition's reply {3} means
 	// Around, when set, wraps each acquisition: it returns the ctx the hold derives from, and done,
-	// which gets the hold's ctx (nil with the error) and returns the ctx to hand out.
-	Around func(ctx context.Context, l *Lock) (parent context.Context, done func(held context.Context, err error) context.Context)
+	// which gets the hold's ctx (nil with the error) and returns the ctx to hand out. object is the
+	// same for every Lock of one Client on one name, whatever its Spec (both sides of a rwlock).
+	Around func(ctx context.Context, object any) (parent context.Context, done func(held context.Context, err error) context.Context)
 
 	once sync.Once
 	plan specPlan
@@ -83,6 +81,12 @@ type LockOptions struct {
 	NonReentrant bool
 	Fenced       bool
 	Values       map[string]string // ARGV values by name, beyond the engine's (a fair lock's "slot")
+	// Tail is what the ARGV names "tail" (all of it, last) and "ntail" (how many) stand for: the
+	// values a group lock locks. Locks of one name with different tails are different locks.
+	Tail []string
+	// Backoff, when set, makes waiters spin: instead of waiting for notifications, a waiter sleeps
+	// between tries for what a policy, made by Backoff for each acquisition, says next.
+	Backoff func() func() time.Duration
 }
 
 // The scripts of a Spec, by slot.
@@ -115,8 +119,11 @@ const (
 
 var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued"}
 
-// The values a lock gives its scripts, before those of LockOptions.Values.
-var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window"}
+// The values a lock gives its scripts, before those of LockOptions.Values; "tail" stands for a list.
+var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window", "ntail", "tail"}
+
+// vTail is where "tail" stands in a lock's value table.
+const vTail = 8
 
 // specPlan is a Spec resolved once: where each script finds its KEYS and ARGV.
 type specPlan struct {
@@ -185,7 +192,11 @@ type Lock struct {
 	name     string
 	lease    time.Duration
 	fenced   bool
-	handOver bool     // releases may hand the lock to this Client's waiters
+	handOver bool   // releases may hand the lock to this Client's waiters
+	perOwner bool   // each owner waits on a channel of its own
+	holdKey  string // what holds of it are recorded under: the name, and the tail if any
+	tail     []string
+	backoff  func() func() time.Duration
 	table    []string // the key table
 	keys     []string // each script's KEYS, at its plan's at
 	values   []string // the value table
@@ -208,7 +219,12 @@ func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
 	}
 	p := spec.resolve()
 	l := &Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, fenced: o.Fenced,
-		handOver: spec.HandOver && c.counts}
+		handOver: c.counts && o.Backoff == nil && slices.Contains(spec.Scripts["acquire"].Args(), "tag"),
+		perOwner: strings.HasSuffix(spec.Keys["channel"], ":"),
+		holdKey:  name, tail: o.Tail, backoff: o.Backoff}
+	if len(o.Tail) > 0 {
+		l.holdKey = name + "\x00" + strings.Join(o.Tail, "\x00")
+	}
 	forms := make([]string, len(p.keys))
 	forms[1] = "redisync_once:"
 	for i, k := range p.keys[2:] {
@@ -225,18 +241,19 @@ func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
 	if i := slices.Index(p.keys, "clients"); i >= 0 {
 		l.clients = l.table[i]
 	}
-	if i := slices.Index(p.keys, spec.Channel); i >= 0 {
+	if i := slices.Index(p.keys, "channel"); i >= 0 {
 		l.channel = l.table[i]
 	}
 	window := "0"
 	if l.handOver {
 		window = c.windowMs
-		if i := slices.Index(p.keys, spec.Wake); i >= 0 {
+		if i := slices.Index(p.keys, "wake"); i >= 0 {
 			l.wake = l.table[i] + c.id
 		}
 	}
 	l.values = make([]string, len(p.statics))
-	copy(l.values, []string{c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.CountCommand(), c.id, window})
+	copy(l.values, []string{c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub"), c.id, window,
+		strconv.Itoa(len(o.Tail))})
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
 		if !ok {
@@ -247,11 +264,14 @@ func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
 	return l, nil
 }
 
-// Name returns the lock's name, which is also its key in Redis.
-func (l *Lock) Name() string { return l.name }
+// object names one object of one Client (Spec.Around).
+type object struct {
+	c    *Client
+	name string
+}
 
-// Client returns the Client the lock is on.
-func (l *Lock) Client() *Client { return l.c }
+// Name returns the lock's name as the Client's name mapper maps it: its key in Redis.
+func (l *Lock) Name() string { return l.name }
 
 // call is one call's values.
 type call [nVals]string
@@ -265,12 +285,15 @@ func (l *Lock) keysOf(script int) []string {
 // argsOf returns script's ARGV for the call v.
 func (l *Lock) argsOf(script int, v *call) []string {
 	sp := &l.plan.scripts[script]
-	args := make([]string, len(sp.args))
-	for i, j := range sp.args {
-		if j < 0 {
-			args[i] = v[-1-j]
-		} else {
-			args[i] = l.values[j]
+	args := make([]string, 0, len(sp.args)+len(l.tail))
+	for _, j := range sp.args {
+		switch {
+		case j < 0:
+			args = append(args, v[-1-j])
+		case j == vTail:
+			args = append(args, l.tail...)
+		default:
+			args = append(args, l.values[j])
 		}
 	}
 	return args
@@ -284,17 +307,8 @@ func (l *Lock) field(owner int64) string { return numbered([]string{l.c.id}, own
 
 // renewal says how the watchdog renews the hold of field.
 func (l *Lock) renewal(field string) renewal {
-	sp := &l.plan.scripts[sRenew]
 	v := call{vField: field}
-	args := make([]string, len(sp.args))
-	for i, j := range sp.args {
-		if j < 0 {
-			args[i] = v[-1-j]
-		} else {
-			args[i] = l.values[j]
-		}
-	}
-	return renewal{script: sp.s, keys: l.keysOf(sRenew), args: args}
+	return renewal{script: l.plan.scripts[sRenew].s, keys: l.keysOf(sRenew), args: l.argsOf(sRenew, &v)}
 }
 
 // Lock waits without bound: see TryLock.
@@ -313,10 +327,10 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context
 	if ctx == nil {
 		return nil, Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	ctx, owner := EnsureOwner(ctx)
+	ctx, owner := ensureOwner(ctx)
 	parent, done := ctx, (func(context.Context, error) context.Context)(nil)
 	if l.spec.Around != nil {
-		parent, done = l.spec.Around(ctx, l)
+		parent, done = l.spec.Around(ctx, object{l.c, l.name})
 	}
 	held, err := l.hold(ctx, parent, owner, wait)
 	if done != nil {
@@ -335,21 +349,23 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 	a := &attempt{l: l}
 	a.v[vOwner] = numbered([]string{c.id}, owner)
 	a.v[vField] = a.v[vOwner] + l.spec.Suffix
-	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Lease: l.lease}
-	if w.Lease == 0 {
-		w.Lease = c.cfg.WatchdogTimeout
+	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, lease: l.lease}
+	if w.lease == 0 {
+		w.lease = c.cfg.WatchdogTimeout
 	}
-	if wait != 0 {
+	if l.backoff != nil {
+		a.next = l.backoff() // spins: no channel, each try's wait is the policy's
+	} else if wait != 0 {
 		a.v[vWaits], w.Channel = "1", l.channel
-		if l.spec.PerOwner {
-			w.Channel += ":" + a.v[vOwner]
+		if l.perOwner {
+			w.Channel += a.v[vOwner]
 		}
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
 		}
 	}
 	m := c.observe(l.spec.Kind, l.name, &w)
-	h, held, wait, err := c.enter(ctx, l, holdID{l.name, a.v[vField]}, owner, wait)
+	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, a.v[vField]}, owner, wait)
 	if err != nil {
 		m.done(err)
 		return nil, err
@@ -367,12 +383,12 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, wait time.Duration
 		return nil, err
 	}
 	if a.count != int64(held)+1 {
-		c.DeleteKeyLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
+		c.DeleteLater(l.memo(a.v[vRid])) // Redis counted otherwise than this client: the try kept a memo
 	}
 	heldCtx := h.commit(parent, l.lease, start)
 	m.done(nil)
 	if l.fenced {
-		return c.WithToken(heldCtx, l.spec.Kind, l.name, a.token), nil
+		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
 	}
 	return heldCtx, nil
 }
@@ -387,6 +403,7 @@ type attempt struct {
 	score int64       // of the record the last failed try left: a hand-over must come after it
 	count int64       // the owner's count once acquired
 	token int64
+	next  func() time.Duration // a spinning waiter's back-off policy
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -406,7 +423,11 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 			a.v[vLinger] = lingerMs
 		}
 	}
-	t, err := readTry(c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.argsOf(script, &a.v)))
+	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.argsOf(script, &a.v))
+	t, err := readTry(reply)
+	if err == nil {
+		err = notReplicated // Acquire gives back an acquisition that was not replicated
+	}
 	switch {
 	case t.acquired:
 		a.count, a.token = t.count, t.token
@@ -415,12 +436,14 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 		if a.v[vLinger] != "" {
 			c.listed(l.clients, sent, pubsub.Linger/2)
 		}
+	case a.next != nil && err == nil && !t.refused:
+		t.retryIn = a.next()
 	case t.refused && l.spec.Refused != nil:
 		err = l.spec.Refused
 	case t.refused:
 		err = fmt.Errorf("redisync: unexpected reply {3} from %s", l.plan.scripts[script].s.Name())
 	}
-	return t.acquired, t.retryIn, err // Acquire gives back an acquisition that was not replicated
+	return t.acquired, t.retryIn, err
 }
 
 // Undo gives back what a try acquired. Sure of it, it releases what the try counted; unsure (the
@@ -437,7 +460,7 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 	v[vRid] = l.c.RequestID()
 	l.sendRelease(ctx, &v, false)
 	if a.count != int64(a.held)+1 {
-		l.c.DeleteKeyLater(l.memo(a.v[vRid])) // the try kept a memo
+		l.c.DeleteLater(l.memo(a.v[vRid])) // the try kept a memo
 	}
 }
 
@@ -475,7 +498,7 @@ func (a *attempt) Claim(payload string) bool {
 // the owner's own, one of this owner's; on this Client's wake channel, the owner the tag names.
 func (a *attempt) Stray(tag, _ string) {
 	field := a.v[vField]
-	if !a.l.spec.PerOwner {
+	if !a.l.perOwner {
 		i := strings.IndexByte(tag, ':')
 		j := strings.IndexByte(tag[i+1:], ':')
 		if i < 0 || j < 0 {
@@ -503,10 +526,8 @@ type lockTry struct {
 	retryIn                     time.Duration
 }
 
-// readTry reads an acquisition's reply. One whose write the replicas did not acknowledge comes with
-// an error matching ErrNotReplicated; re-entry refused is ErrAlreadyHeld.
+// readTry reads an acquisition's reply; re-entry refused is ErrAlreadyHeld.
 func readTry(reply rueidis.RedisResult) (lockTry, error) {
-	reply, notReplicated := SplitReplication(reply)
 	arr, err := reply.ToArray() // read in place: AsIntSlice would allocate
 	if err != nil {
 		return lockTry{}, err
@@ -522,13 +543,13 @@ func readTry(reply rueidis.RedisResult) (lockTry, error) {
 	}
 	switch {
 	case res[0] == 1 && len(arr) == 3:
-		return lockTry{acquired: true, count: res[1], token: res[2]}, notReplicated
+		return lockTry{acquired: true, count: res[1], token: res[2]}, nil
 	case res[0] == 2:
 		return lockTry{}, ErrAlreadyHeld
 	case res[0] == 3:
 		return lockTry{refused: true}, nil
 	case res[0] == 0 && len(arr) >= 2:
-		return lockTry{retryIn: RetryIn(res[1]), score: res[2], recorded: len(arr) == 3}, nil
+		return lockTry{retryIn: retryIn(res[1]), score: res[2], recorded: len(arr) == 3}, nil
 	}
 	return lockTry{}, fmt.Errorf("redisync: unexpected reply %v", res[:len(arr)])
 }
@@ -545,7 +566,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	v := call{vOwner: numbered([]string{l.c.id}, owner)}
 	v[vField] = v[vOwner] + l.spec.Suffix
-	err := l.c.release(ctx, holdID{l.name, v[vField]}, func(held int, rid string, resent bool) (int64, error) {
+	err := l.c.release(ctx, holdID{l.holdKey, v[vField]}, func(held int, rid string, resent bool) (int64, error) {
 		v[vHeld], v[vRid] = strconv.Itoa(held), rid
 		return l.sendRelease(ctx, &v, resent)
 	})
@@ -562,7 +583,7 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 	if resent {
 		s = s.Resent()
 	}
-	res := l.c.Send(Detach(ctx), s, l.keysOf(sRelease), l.argsOf(sRelease, v))
+	res := l.c.Send(detach(ctx), s, l.keysOf(sRelease), l.argsOf(sRelease, v))
 	n, err := res.AsInt64()
 	switch {
 	case err != nil:
@@ -571,7 +592,7 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 		return 0, ErrNotHeld
 	}
 	if held, _ := strconv.Atoi(v[vHeld]); n > 0 && n != int64(held)-1 {
-		l.c.DeleteKeyLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
+		l.c.DeleteLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
 	}
 	return n, nil
 }
@@ -587,7 +608,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, Errorf(l.spec.Kind, l.name, err)
 	}
-	l.c.DeleteKeyLater(l.memo(v[vRid]))
+	l.c.DeleteLater(l.memo(v[vRid]))
 	if n == 1 { // every hold on the name went with the hash
 		l.c.loseHolds(l.name, fmt.Errorf("%w: forced unlock", ErrLost))
 	}
@@ -603,12 +624,6 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// IsHeld reports whether ctx's owner holds the lock.
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.HoldCount(ctx)
-	return n > 0, err
-}
-
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). ctx is used
 // detached from its cancellation, as Unlock does: a hold's ctx ends when the hold does, which is
 // when a caller most wants to ask.
@@ -618,7 +633,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	field := l.field(owner)
-	n, err := l.c.Query(Detach(ctx), l.c.rdb.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
+	n, err := l.c.Query(detach(ctx), l.c.rdb.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -645,25 +660,20 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 // Token returns the fencing token of the acquisition ctx came from.
-func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.c.Token(ctx, l.spec.Kind, l.name) }
-
-// Do runs fn while holding the lock.
-func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return Locked(ctx, l.Lock, l.Unlock, fn)
-}
+func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.c.token(ctx, l.spec.Kind, l.name) }
 
 type tokenKey struct {
 	c          *Client
 	kind, name string
 }
 
-// WithToken returns ctx carrying the fencing token of the acquisition it stands for.
-func (c *Client) WithToken(ctx context.Context, kind, name string, token int64) context.Context {
+// withToken returns ctx carrying the fencing token of the acquisition it stands for.
+func (c *Client) withToken(ctx context.Context, kind, name string, token int64) context.Context {
 	return context.WithValue(ctx, tokenKey{c, kind, name}, token)
 }
 
-// Token returns the fencing token that WithToken put in ctx (or in a parent of it).
-func (c *Client) Token(ctx context.Context, kind, name string) (int64, bool) {
+// token returns the fencing token that withToken put in ctx (or in a parent of it).
+func (c *Client) token(ctx context.Context, kind, name string) (int64, bool) {
 	t, ok := ctx.Value(tokenKey{c, kind, name}).(int64)
 	return t, ok
 }

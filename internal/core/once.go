@@ -47,11 +47,11 @@ func (c *Client) Send(ctx context.Context, s *lua.Script, keys, args []string) r
 }
 
 // SendAcquiring is Send for a script that takes or extends a hold (an acquisition, a renewal, a
-// fencing increment): with replica acknowledgement on, WAIT follows it (see replicas.go), and an
-// answer that is not acknowledged comes with an error matching ErrNotReplicated that still carries
-// the script's reply (SplitReplication).
-func (c *Client) SendAcquiring(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
-	return c.sendAway(ctx, s, keys, args, true)
+// fencing increment): with replica acknowledgement on, WAIT follows it (see replicas.go). notReplicated
+// matches ErrNotReplicated when too few replicas acknowledged it: reply is still the script's, and
+// what it acquired must be given back.
+func (c *Client) SendAcquiring(ctx context.Context, s *lua.Script, keys, args []string) (reply rueidis.RedisResult, notReplicated error) {
+	return splitReplication(c.sendAway(ctx, s, keys, args, true))
 }
 
 func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
@@ -74,7 +74,7 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 // connection failures for up to bound.
 func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, acquires bool, bound time.Duration) rueidis.RedisResult {
 	res := c.exec(ctx, s, keys, args, acquires)
-	if !IsConnectionError(res.Error()) {
+	if !isConnectionError(res.Error()) {
 		return res
 	}
 	deadline := time.Now().Add(bound)
@@ -84,7 +84,7 @@ func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, a
 	again := s.Resent()
 	pause := time.Duration(0) // the first re-send goes at once: rueidis dials a new connection
 	for {
-		if c.Closed() || time.Until(deadline) < pause {
+		if c.isClosed() || time.Until(deadline) < pause {
 			return res
 		}
 		if pause > 0 {
@@ -97,7 +97,7 @@ func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, a
 			}
 		}
 		res = c.exec(ctx, again, keys, args, acquires)
-		if !IsConnectionError(res.Error()) {
+		if !isConnectionError(res.Error()) {
 			return res
 		}
 		pause = min(max(2*pause, 10*time.Millisecond), resendBackoff)
@@ -140,10 +140,10 @@ func (c *Client) background(f func()) bool {
 	return true
 }
 
-// IsConnectionError reports whether err says that the connection failed, so that Redis may or may
+// isConnectionError reports whether err says that the connection failed, so that Redis may or may
 // not have run what was sent: an EOF, a reset, a refused dial, a timeout of the connection (not of a
 // ctx), or a client that cannot reach Redis.
-func IsConnectionError(err error) bool {
+func isConnectionError(err error) bool {
 	if err == nil {
 		return false
 	}

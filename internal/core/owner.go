@@ -13,9 +13,9 @@ type ownerKey struct{}
 
 var lastOwner atomic.Int64
 
-// NewOwnerID returns an owner id never returned before in this process. Combined with the client's
-// random UUID it is unique across machines.
-func NewOwnerID() int64 { return lastOwner.Add(1) }
+// WithNewOwner returns ctx carrying an owner never carried before in this process. Combined with
+// the client's random UUID it is unique across machines.
+func WithNewOwner(ctx context.Context) context.Context { return &ownerCtx{ctx, lastOwner.Add(1)} }
 
 // OwnerID returns the owner carried by ctx.
 func OwnerID(ctx context.Context) (int64, bool) {
@@ -25,8 +25,8 @@ func OwnerID(ctx context.Context) (int64, bool) {
 	return 0, false
 }
 
-// WithOwnerID returns ctx carrying owner id.
-func WithOwnerID(ctx context.Context, id int64) context.Context {
+// withOwnerID returns ctx carrying owner id.
+func withOwnerID(ctx context.Context, id int64) context.Context {
 	return &ownerCtx{ctx, id}
 }
 
@@ -46,11 +46,11 @@ func (c *ownerCtx) Value(key any) any {
 
 func (c *ownerCtx) String() string { return fmt.Sprintf("%v.WithOwner(%d)", c.Context, c.id) }
 
-// EnsureOwner returns ctx's owner, or a fresh one and a ctx that carries it.
-func EnsureOwner(ctx context.Context) (context.Context, int64) {
+// ensureOwner returns ctx's owner, or a fresh one and a ctx that carries it.
+func ensureOwner(ctx context.Context) (context.Context, int64) {
 	if id, ok := OwnerID(ctx); ok {
 		return ctx, id
 	}
-	id := NewOwnerID()
-	return WithOwnerID(ctx, id), id
+	id := lastOwner.Add(1)
+	return withOwnerID(ctx, id), id
 }

@@ -22,9 +22,9 @@ func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.Redis
 	return res
 }
 
-// Detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot
+// detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot
 // be cancelled anyway, which spares an allocation on the common path.
-func Detach(ctx context.Context) context.Context {
+func detach(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
 	}

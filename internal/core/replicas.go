@@ -14,44 +14,47 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-// AllReplicas as Config.ReplicaAck waits for every replica the master has; the acquisition stands
+// allReplicas as Config.ReplicaAck (-1, package redisync's AllReplicas) waits for every replica the master has; the acquisition stands
 // when at least one of them acknowledges it (a master without replicas waits for none).
-const AllReplicas = -1
+const allReplicas = -1
+
+// redissonReplicas as Config.ReplicaAck is allReplicas as Redisson's checkLockSyncedSlaves does it:
+// replicas only, never the master's own AOF fsync.
+const redissonReplicas = -2
 
 // replicaInfoTTL is how long a master's replica count and AOF setting are trusted before INFO is
 // asked again: an acquisition must not cost an INFO, yet a failover or a new replica must be seen.
 const replicaInfoTTL = 5 * time.Second
 
-// ReplicationError says that an acquiring write ran but was not acknowledged by enough replicas
-// within the timeout: a failover could lose it. Reply is what the script returned; the primitive
-// that made the write must give it back (see SplitReplication and Wait.Try).
-type ReplicationError struct {
-	Acked, Want int64
-	Reply       rueidis.RedisResult
-	Err         error // the WAIT's own error, if it failed
+// replicationError says that an acquiring write ran but was not acknowledged by enough replicas
+// within the timeout: a failover could lose it. reply is what the script returned; the primitive
+// that made the write must give it back (see SendAcquiring).
+type replicationError struct {
+	acked, want int64
+	reply       rueidis.RedisResult
+	err         error // the WAIT's own error, if it failed
 }
 
 // Error names ErrNotReplicated with the WAIT's error, or with how many replicas acknowledged.
-func (e *ReplicationError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%v: %v", ErrNotReplicated, e.Err)
+func (e *replicationError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%v: %v", ErrNotReplicated, e.err)
 	}
-	return fmt.Sprintf("%v: %d of %d acknowledged", ErrNotReplicated, e.Acked, e.Want)
+	return fmt.Sprintf("%v: %d of %d acknowledged", ErrNotReplicated, e.acked, e.want)
 }
 
 // Unwrap makes errors.Is(err, ErrNotReplicated) true.
-func (e *ReplicationError) Unwrap() error { return ErrNotReplicated }
+func (e *replicationError) Unwrap() error { return ErrNotReplicated }
 
-// SplitReplication separates the result of RunAcquire into the script's reply and the replication
-// error, if any. A Try uses it to learn whether its script acquired even though the write was not
-// acknowledged, and then reports (true, _, err) so that Acquire gives the acquisition back.
-func SplitReplication(res rueidis.RedisResult) (rueidis.RedisResult, error) {
+// splitReplication separates an acquiring call's result into the script's reply and the replication
+// error, if any.
+func splitReplication(res rueidis.RedisResult) (rueidis.RedisResult, error) {
 	if res.Error() == nil {
 		return res, nil
 	}
-	var re *ReplicationError
-	if errors.As(res.Error(), &re) && re.Reply.Error() == nil {
-		return re.Reply, re
+	var re *replicationError
+	if errors.As(res.Error(), &re) && re.reply.Error() == nil {
+		return re.reply, re
 	}
 	return res, nil
 }
@@ -170,11 +173,11 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	if c.cfg.ReplicaAckByDefault {
-		ri.waitAOF = false // Redisson's checkLockSyncedSlaves waits for replicas only
+	if c.cfg.ReplicaAck == redissonReplicas {
+		ri.waitAOF = false
 	}
 	want, need := int64(c.cfg.ReplicaAck), int64(c.cfg.ReplicaAck)
-	if c.cfg.ReplicaAck == AllReplicas {
+	if c.cfg.ReplicaAck < 0 {
 		want, need = ri.replicas, min(ri.replicas, 1)
 	}
 	timeout := max(c.cfg.ReplicaAckTimeout.Milliseconds(), 1)
@@ -194,7 +197,7 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	}
 	fail := func(acked int64, err error) rueidis.RedisResult {
 		c.replicas.forget(slot)
-		return rueidis.NewErrorResult(&ReplicationError{Acked: acked, Want: need, Reply: res[0], Err: err})
+		return rueidis.NewErrorResult(&replicationError{acked: acked, want: need, reply: res[0], err: err})
 	}
 	i := 1
 	if want > 0 {
@@ -217,20 +220,20 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 }
 
 // AcksReplicas reports whether an acquisition of key waits for replicas: a release must not hand key
-// to a waiter then, since only the waiter's own try waits for the replicas. With AllReplicas it asks
+// to a waiter then, since only the waiter's own try waits for the replicas. With allReplicas it asks
 // the master (INFO) only when this Client never has, as the acquisition's first try would; when
 // that fails it answers true.
 func (c *Client) AcksReplicas(ctx context.Context, key string) bool {
 	switch c.cfg.ReplicaAck {
 	case 0:
 		return false
-	case AllReplicas:
+	case allReplicas, redissonReplicas:
 		var slot uint16
 		if c.rdb.Mode() == rueidis.ClientModeCluster {
 			slot = Slot(key)
 		}
 		ri, err := c.replicas.get(ctx, c.rdb, slot, key)
-		return err != nil || ri.replicas > 0 || (ri.waitAOF && !c.cfg.ReplicaAckByDefault)
+		return err != nil || ri.replicas > 0 || (ri.waitAOF && c.cfg.ReplicaAck == allReplicas)
 	}
 	return true
 }

@@ -13,8 +13,7 @@ import (
 
 // Wait describes how a primitive waits for its object.
 type Wait struct {
-	Kind, Name string // the object's, for events: "semaphore", "pool"
-	Channel    string // where releases are announced; "" when nothing is (each try says how long to wait)
+	Channel string // where releases are announced; "" when nothing is (each try says how long to wait)
 	// Wake, when set, is a channel on which this client alone is woken (a directed wake-up, see
 	// rlock); the waiter listens on both.
 	Wake string
@@ -25,10 +24,10 @@ type Wait struct {
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
 	Tries  Tries
-	// Lease, when not 0, is how long an acquisition holds from when its try was sent: one learnt of
+	// lease, when not 0, is how long an acquisition holds from when its try was sent: one learnt of
 	// so late (a reply or a hand-over delayed by a stalled server) that half of it has gone is given
 	// back and tried again, since it could end before the watchdog's first renewal.
-	Lease time.Duration
+	lease time.Duration
 }
 
 // Tries makes the tries of one acquisition, and gives back what a try acquired that must not be
@@ -73,29 +72,28 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 	return token, true
 }
 
-// Acquire tries w.Tries until a try succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or the
-// client is closed. wait < 0 means no bound but ctx; wait == 0 means a single try. The wait bound
-// counts from the call.
-//
-// Between tries it waits for a release notification, the holder's remaining lease, or the recheck
-// interval, whichever comes first: notifications make the handoff prompt, the bound makes a lost
-// notification cheap, and a try made at the recheck at the latest reports an error when the server
-// has gone, even while the channels cannot be subscribed. It subscribes before the second try, so a
-// release between the two is seen.
+// How a wait goes. Between tries a waiter waits for a release notification, the holder's remaining
+// lease, or the recheck interval, whichever comes first: notifications make the handoff prompt, the
+// bound makes a lost notification cheap, and a try made at the recheck at the latest reports an error
+// when the server has gone, even while the channels cannot be subscribed. It subscribes before the
+// second try, so a release between the two is seen.
 //
 // Tries run on a ctx that is not cancelled with the caller's: a command cancelled in flight may still
 // run on the server, and an acquisition must never be left behind unknown. A try runs on the caller's
 // goroutine, so that an uncontended acquisition costs no more than its command, unless ctx has a
 // deadline, or the wait a bound, that a stalled server could make the try overrun (closer than
-// Config.StallBound): then it runs apart, and Acquire returns at ctx's deadline, or Overtime after the
-// wait bound (a try sent at the bound gets that long to be answered). Either way, when ctx has ended
-// or the wait has been given up by the time a try acquires, Undo gives the acquisition back; a
-// cancellation during a try is seen when the try returns. A try is sent exactly once (see once.go):
-// one whose answer never comes, however often it is sent again, ends the wait with the connection's
-// error, and Undo gives back whatever Redis may have acquired for it. It returns the start time of the
+// RetryBound and Config.StallBound): then it runs apart, and the wait returns at ctx's deadline, or
+// Overtime after the wait bound (a try sent at the bound gets that long to be answered). Either way,
+// when ctx has ended or the wait has been given up by the time a try acquires, Undo gives the
+// acquisition back. A try is sent exactly once (see once.go): one whose answer never comes ends the
+// wait with the connection's error, and Undo gives back whatever Redis may have acquired for it.
+
+// Acquire tries w.Tries until a try succeeds, the wait bound passes (ErrNotAcquired), ctx ends, or
+// the client is closed; kind and name say what for, in events. wait < 0 means no bound but ctx; wait
+// == 0 means a single try. The wait bound counts from the call. It returns the start time of the
 // successful try.
-func (c *Client) Acquire(ctx context.Context, wait time.Duration, w Wait) (time.Time, error) {
-	m := c.observe(w.Kind, w.Name, &w)
+func (c *Client) Acquire(ctx context.Context, kind, name string, wait time.Duration, w Wait) (time.Time, error) {
+	m := c.observe(kind, name, &w)
 	start, err := c.acquire(ctx, wait, w, m)
 	m.done(err)
 	return start, err
@@ -114,7 +112,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	// Tries run detached from ctx's cancellation, and are sent again after connection failures only
 	// within the wait's bounds: ctx's deadline, or the end of the wait and Overtime after it (a
 	// single try gets Overtime). What they give back is sent within bounds of its own.
-	tries := tries{undo: Detach(ctx)}
+	tries := tries{undo: detach(ctx)}
 	tries.try = tries.undo
 	bound := stop
 	if wait == 0 {
@@ -129,7 +127,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
-		if err != nil && IsConnectionError(err) && c.Closed() {
+		if err != nil && isConnectionError(err) && c.isClosed() {
 			err = ErrClosed // Close ended the connection under the try
 		}
 		if ok && err == nil && w.late(start) {
@@ -293,7 +291,7 @@ func (ws waiters) readied(i int) { ws[i].ready = nil }
 // late reports whether an acquisition whose try started at start is learnt of too late to keep
 // without checking: half its lease has gone.
 func (w *Wait) late(start time.Time) bool {
-	return w.Lease > 0 && time.Since(start) >= w.Lease/2
+	return w.lease > 0 && time.Since(start) >= w.lease/2
 }
 
 // granted reports whether a hand-over was addressed to the wait (on its last place: the wake channel,
@@ -336,7 +334,7 @@ func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool
 			r.err = context.Cause(ctx)
 		}
 		return false, 0, r.err
-	case !r.ok && IsConnectionError(r.err):
+	case !r.ok && isConnectionError(r.err):
 		w.Tries.Undo(t.undo, false)
 	}
 	return r.ok, r.retryIn, r.err
@@ -394,7 +392,7 @@ func tryApart(ctx context.Context, stop time.Time, t tries, w Wait) result {
 		switch r := <-done; {
 		case r.ok:
 			w.Tries.Undo(t.undo, true)
-		case IsConnectionError(r.err):
+		case isConnectionError(r.err):
 			w.Tries.Undo(t.undo, false)
 		}
 		if ap != nil {
@@ -444,23 +442,23 @@ func (c *Client) live(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if c.Closed() {
+	if c.isClosed() {
 		return ErrClosed
 	}
 	return nil
 }
 
 func (c *Client) closedOr(err error) error {
-	if c.Closed() {
+	if c.isClosed() {
 		return ErrClosed
 	}
 	return err
 }
 
-// RetryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL
+// retryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL
 // rounds down, so the waiter waits one millisecond more than reported, or it would often try just
 // before the expiry and then wait a whole recheck interval; a key without expiry (-1) is unknown.
-func RetryIn(pttl int64) time.Duration {
+func retryIn(pttl int64) time.Duration {
 	if pttl < 0 {
 		return -1
 	}

@@ -1,19 +1,16 @@
-package core_test
+package core
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/pubsub"
 )
 
-// funcTries is core.Tries made of funcs.
+// funcTries is Tries made of funcs.
 type funcTries struct {
 	try  func(context.Context) (bool, time.Duration, error)
 	undo func(context.Context)
@@ -30,9 +27,8 @@ func (t funcTries) Undo(ctx context.Context, _ bool) {
 // A try that acquired but reports an error (a write the replicas did not acknowledge) is given back
 // with Undo, and Acquire returns the error, whether or not the caller's ctx can end.
 func TestAcquireGivesBackTryWithError(t *testing.T) {
-	_, c := testkit.Mini(t)
-	cc := core.Of(c)
-	notReplicated := &core.ReplicationError{Acked: 0, Want: 1}
+	cc := newMini(t)
+	notReplicated := &replicationError{acked: 0, want: 1}
 	for name, ctx := range map[string]context.Context{
 		"plain ctx": context.Background(),
 		"cancelable ctx": func() context.Context {
@@ -42,12 +38,12 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 		}(),
 	} {
 		undone := 0
-		_, err := cc.Acquire(ctx, time.Second, core.Wait{
+		_, err := cc.Acquire(ctx, "test", "undo", time.Second, Wait{
 			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
 			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { return true, 0, notReplicated },
 				undo: func(context.Context) { undone++ }},
 		})
-		if !errors.Is(err, core.ErrNotReplicated) {
+		if !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("%s: %v, want ErrNotReplicated", name, err)
 		}
 		if undone != 1 {
@@ -61,10 +57,9 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 // without waiting for the try; otherwise the try runs on the caller's goroutine and the cancellation
 // is seen when it returns.
 func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
-	_, c := testkit.Mini(t)
-	cc := core.Of(c)
-	blockingTry := func(entered chan<- struct{}, proceed <-chan struct{}, undone chan<- struct{}) core.Wait {
-		return core.Wait{
+	cc := newMini(t)
+	blockingTry := func(entered chan<- struct{}, proceed <-chan struct{}, undone chan<- struct{}) Wait {
+		return Wait{
 			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
 			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 				entered <- struct{}{}
@@ -80,7 +75,7 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 		entered, proceed, undone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
 		returned = make(chan error, 1)
 		go func() {
-			_, err := cc.Acquire(ctx, -1, blockingTry(entered, proceed, undone))
+			_, err := cc.Acquire(ctx, "test", "undo", -1, blockingTry(entered, proceed, undone))
 			returned <- err
 		}()
 		return entered, proceed, undone, returned
@@ -137,15 +132,14 @@ func TestAcquireGivesBackTryAfterCtxEnded(t *testing.T) {
 // A try answered after half the lease may be overtaken before the watchdog's first renewal: it is
 // given back and tried again.
 func TestAcquireGivesBackLateTry(t *testing.T) {
-	_, c := testkit.Mini(t)
-	cc := core.Of(c)
+	cc := newMini(t)
 	// The first try's reply is held up for half the lease, so it is late however fast the machine;
 	// the lease is long enough that the second, prompt try is not, however busy the machine.
 	const lease = time.Second
 	tries, undone := 0, 0
 	var lateReturned time.Time
-	start, err := cc.Acquire(context.Background(), time.Minute, core.Wait{
-		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
+	start, err := cc.Acquire(context.Background(), "test", "undo", time.Minute, Wait{
+		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, lease: lease,
 		Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 			tries++
 			if tries == 1 {
@@ -181,8 +175,7 @@ func (g *grants) Stray(tag, payload string) {}
 func TestAcquireHandOver(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		t.Run(map[bool]string{false: "prompt", true: "late"}[late], func(t *testing.T) {
-			m, c := testkit.Mini(t)
-			cc := core.Of(c)
+			m, cc := newMiniServer(t)
 			g := &grants{claimed: make(chan string, 1)}
 			var tries atomic.Int64
 			// A prompt hand-over comes well within half the lease however busy the machine; a late
@@ -193,20 +186,17 @@ func TestAcquireHandOver(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := cc.Acquire(context.Background(), time.Minute, core.Wait{
-					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
+				_, err := cc.Acquire(context.Background(), "test", "undo", time.Minute, Wait{
+					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, lease: lease,
 					Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 						return tries.Add(1) > 2, time.Minute, nil // the first two fail: before and after subscribing
 					}},
 				})
 				done <- err
 			}()
-			testkit.Eventually(t, 10*time.Second, func() error {
-				if n := tries.Load(); n < 2 {
-					return fmt.Errorf("%d tries", n)
-				}
-				return nil
-			})
+			for tries.Load() < 2 { // the tries before and after subscribing: Acquire waits after them
+				time.Sleep(time.Millisecond)
+			}
 			if late {
 				time.Sleep(lease / 2) // the second try began before it was counted
 			}
