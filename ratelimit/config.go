@@ -66,40 +66,75 @@ func (cfg Config) check() string {
 // is set keeps its own rate (see Config). A name that holds something else is refused with Redis's
 // WRONGTYPE error and left unchanged.
 func (l *Limiter) TrySetRate(ctx context.Context, cfg Config) (bool, error) {
-	set, err := l.set(ctx, cfg, "1")
-	return set == 1, err
+	return l.set(ctx, cfg, "try", nil)
 }
 
 // SetRate sets the rate, replacing the limiter's, and empties the window of the type it sets (for
-// PerClient, this Client's): the new rate starts with all its permits. With KeepAlive 0 the limiter
-// keeps any expiry it had (Redisson's rule). A name that holds something else is refused with Redis's
-// WRONGTYPE error and left unchanged.
-func (l *Limiter) SetRate(ctx context.Context, cfg Config) error {
-	_, err := l.set(ctx, cfg, "0")
+// PerClient, this Client's): the new rate starts with all its permits. With KeepState it keeps the
+// window instead (see KeepState). A change of Type empties both types' windows (this Client's). With
+// KeepAlive 0 the limiter keeps any expiry it had (Redisson's rule). A name that holds something else
+// is refused with Redis's WRONGTYPE error and left unchanged.
+func (l *Limiter) SetRate(ctx context.Context, cfg Config, opts ...SetOption) error {
+	_, err := l.set(ctx, cfg, "set", opts)
 	return err
 }
 
-func (l *Limiter) set(ctx context.Context, cfg Config, only string) (int64, error) {
+// UpdateRate is SetRate on a limiter that is set (Redisson's updateRate): it reports whether the
+// limiter had a rate, and leaves one that has none (never set, deleted, or expired) unset. With
+// KeepState it changes the rate without emptying the window.
+func (l *Limiter) UpdateRate(ctx context.Context, cfg Config, opts ...SetOption) (bool, error) {
+	return l.set(ctx, cfg, "update", opts)
+}
+
+// SetOption changes how SetRate and UpdateRate treat the window.
+type SetOption func(*setting)
+
+type setting struct{ keep bool }
+
+// KeepState makes SetRate and UpdateRate keep the window (Redisson's keepState(true)): the grants made
+// within the new Interval stay in it, older ones leave, and the permits left become Rate minus the
+// permits of the grants that stay, 0 when they hold more. A rate that grows gives its new permits at
+// once. One that shrinks below what the window holds gives none until grants leave it, and each grant
+// that leaves then returns its permits, up to the rate (Redisson's rule: what was granted beyond the
+// new rate is not charged again, so under steady demand the window can go on at the pace it had until
+// the permits left reach the rate). The permits left are counted from the grants: permits Release gave
+// back are not kept. A change of Type has nothing to keep and empties the windows as without it.
+func KeepState() SetOption { return func(s *setting) { s.keep = true } }
+
+// set sends the setting script: how is "try", "set" or "update".
+func (l *Limiter) set(ctx context.Context, cfg Config, how string, opts []SetOption) (bool, error) {
 	if ctx == nil {
-		return 0, core.Invalid(kind, l.name, "nil context")
+		return false, core.Invalid(kind, l.name, "nil context")
 	}
 	if msg := cfg.check(); msg != "" {
-		return 0, core.Invalid(kind, l.name, "%s", msg)
+		return false, core.Invalid(kind, l.name, "%s", msg)
+	}
+	var s setting
+	for _, opt := range opts {
+		if opt == nil {
+			return false, core.Invalid(kind, l.name, "nil option")
+		}
+		opt(&s)
+	}
+	keep := "0"
+	if s.keep {
+		keep = "1"
 	}
 	args := []string{
 		strconv.FormatInt(cfg.Rate, 10),
 		strconv.FormatInt(cfg.Interval.Milliseconds(), 10),
 		strconv.Itoa(int(cfg.Type)),
 		strconv.FormatInt(cfg.KeepAlive.Milliseconds(), 10),
-		only,
+		how,
 		l.c.RequestID(),
+		keep,
 	}
 	n, err := l.c.Send(ctx, setScript, l.keys[:], args).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
+		return false, core.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.keys[5] + args[5])
-	return n, nil
+	return n == 1, nil
 }
 
 // Config returns the limiter's rate; redisync.ErrNotInitialized when none is set.

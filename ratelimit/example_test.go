@@ -81,3 +81,125 @@ func Example() {
 	// calls made: 24
 	// at most 2 at once: true
 }
+
+// A job that takes permits for a batch of 10 calls and makes only 4 gives the other 6 back, for the
+// next job to use within the same interval.
+func ExampleLimiter_Release() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	rl, err := ratelimit.New(c, "api:rate")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := rl.TrySetRate(ctx, ratelimit.Config{Rate: 10, Interval: time.Minute}); err != nil {
+		panic(err)
+	}
+	if err := rl.Acquire(ctx, 10); err != nil {
+		panic(err)
+	}
+	made := 4 // the batch ran out of work early
+	if err := rl.Release(ctx, int64(10-made)); err != nil {
+		panic(err)
+	}
+	n, err := rl.Available(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("permits left:", n)
+	// Output:
+	// permits left: 6
+}
+
+// The API's provider raised the quota: every process gets the new rate at once, and the calls
+// already made in the window still count against it.
+func ExampleLimiter_UpdateRate() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	rl, err := ratelimit.New(c, "api:rate")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := rl.TrySetRate(ctx, ratelimit.Config{Rate: 10, Interval: time.Minute}); err != nil {
+		panic(err)
+	}
+	if err := rl.Acquire(ctx, 8); err != nil {
+		panic(err)
+	}
+	for _, rate := range []int64{20, 5} {
+		ok, err := rl.UpdateRate(ctx, ratelimit.Config{Rate: rate, Interval: time.Minute}, ratelimit.KeepState())
+		if err != nil {
+			panic(err)
+		}
+		n, err := rl.Available(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("rate %d (updated %v): %d permits left\n", rate, ok, n)
+	}
+	// Output:
+	// rate 20 (updated true): 12 permits left
+	// rate 5 (updated true): 0 permits left
+}
+
+// A limiter for one campaign ends with it: Expire gives every key of the limiter the campaign's end,
+// TTL reads it, and ClearExpire keeps the limiter after all.
+func ExampleLimiter_Expire() {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	rl, err := ratelimit.New(c, "campaign:rate")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := rl.TrySetRate(ctx, ratelimit.Config{Rate: 100, Interval: time.Second}); err != nil {
+		panic(err)
+	}
+	if err := rl.Acquire(ctx, 1); err != nil {
+		panic(err)
+	}
+	if _, err := rl.Expire(ctx, 48*time.Hour); err != nil {
+		panic(err)
+	}
+	ttl, err := rl.TTL(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("ends in:", ttl.Round(time.Hour))
+	cleared, err := rl.ClearExpire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if ttl, err = rl.TTL(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Printf("expiry cleared: %v, no expiry now: %v\n", cleared, ttl == -1)
+	// Output:
+	// ends in: 48h0m0s
+	// expiry cleared: true, no expiry now: true
+}

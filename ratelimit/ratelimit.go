@@ -2,11 +2,13 @@
 // grants in Redis, so Go and Java processes draw from one rate.
 //
 // A Limiter allows Rate permits per Interval, over a sliding window: a permit taken at time t is
-// counted until t+Interval, and no window of Interval ever grants more than Rate permits. Acquire
-// takes permits, waiting until the window has room; nothing is released by hand. Set the rate once
-// with TrySetRate (the first process to come sets it, the others find it set) or change it with
-// SetRate. A semaphore bounds how many run at once; a rate limiter bounds how many start per
-// interval, and the two go together (see the Example).
+// counted until t+Interval, and no window of Interval grants more than Rate permits, unless Release
+// gives some back or UpdateRate with KeepState lowers the rate below what the window holds (see
+// each). Acquire takes permits, waiting until the window has room. Set the rate once with
+// TrySetRate (the first process to come sets it, the others find it set), replace it with SetRate, or
+// change it in place with UpdateRate and KeepState. Expire, ClearExpire and TTL are Redisson's
+// RExpirable methods. A semaphore bounds how many run at once; a rate limiter bounds how many start
+// per interval, and the two go together (see the Example).
 //
 // # Waiting
 //
@@ -52,6 +54,8 @@ var (
 	acquireScript  = lua.Load("ratelimit_window.lua", "ratelimit_acquire.lua")
 	giveBackScript = lua.Load("ratelimit_window.lua", "ratelimit_give_back.lua")
 	setScript      = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_set.lua")
+	releaseScript  = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_release.lua")
+	expireScript   = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_expire.lua")
 	stateScript    = lua.Load("ratelimit_window.lua", "ratelimit_state.lua")
 	deleteScript   = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_delete.lua")
 )
@@ -150,6 +154,39 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		return core.Errorf(kind, l.name, err)
 	}
 	return nil
+}
+
+// Release gives n permits back to the window at once (Redisson's release), for this Client's window
+// of a PerClient limiter: the permits left grow by n, never above the rate. Nothing announces them:
+// a waiter finds them at its next try. Release does not know which grants the permits were taken by:
+// those stay in the window and return their permits again when they leave it, up to the rate, so
+// released permits let the window grant more than Rate in an Interval (Redisson's rule). n must not
+// be negative; 0 does nothing and sends nothing. It releases even when ctx has been cancelled, and
+// once however often the network makes it send again. redisync.ErrNotInitialized when no rate is set
+// (nothing changes).
+func (l *Limiter) Release(ctx context.Context, n int64) error {
+	if ctx == nil {
+		return core.Invalid(kind, l.name, "nil context")
+	}
+	if n < 0 {
+		return core.Invalid(kind, l.name, "%d permits: want 0 or more", n)
+	}
+	if n == 0 {
+		return nil
+	}
+	rid := l.c.RequestID()
+	res, err := l.c.Send(context.WithoutCancel(ctx), releaseScript, l.keys[:], []string{strconv.FormatInt(n, 10), rid}).AsIntSlice()
+	if err != nil {
+		return core.Errorf(kind, l.name, err)
+	}
+	l.c.DeleteLater(l.keys[5] + rid)
+	switch {
+	case len(res) == 2 && res[0] == 1:
+		return nil
+	case len(res) == 1 && res[0] == -2:
+		return core.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set (TrySetRate or SetRate)", core.ErrNotInitialized))
+	}
+	return core.Errorf(kind, l.name, fmt.Errorf("unexpected reply %v from the releasing script", res))
 }
 
 // acquisition is what the tries of one Acquire share.

@@ -140,9 +140,15 @@ func TestWrongType(t *testing.T) {
 		errAcquire := l.Acquire(ctx, 1)
 		_, errAvail := l.Available(ctx)
 		_, errConfig := l.Config(ctx)
+		errKeep := l.SetRate(ctx, overall(5, time.Second), ratelimit.KeepState())
+		_, errUpdate := l.UpdateRate(ctx, overall(5, time.Second), ratelimit.KeepState())
+		errRelease := l.Release(ctx, 1)
+		_, errExpire := l.Expire(ctx, time.Second)
+		_, errClear := l.ClearExpire(ctx)
 		_, errDelete := l.Delete(ctx)
 		for what, err := range map[string]error{"TrySetRate": errTry, "SetRate": errSet, "Acquire": errAcquire,
-			"Available": errAvail, "Config": errConfig, "Delete": errDelete} {
+			"Available": errAvail, "Config": errConfig, "Delete": errDelete, "SetRate(KeepState)": errKeep,
+			"UpdateRate": errUpdate, "Release": errRelease, "Expire": errExpire, "ClearExpire": errClear} {
 			if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 				t.Errorf("%v: %s: %v, want WRONGTYPE", setup, what, err)
 			}
@@ -171,6 +177,18 @@ func TestWrongType(t *testing.T) {
 	}
 	if v := testkit.DoString(t, rdb, "GET", "{"+name+"}:value"); v != "4" {
 		t.Errorf("value = %s after the refused acquisition, want 4", v)
+	}
+	// Keeping the window reads it first: a refusal changes nothing, the rate included.
+	if err := l.SetRate(ctx, overall(9, time.Hour), ratelimit.KeepState()); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("SetRate(KeepState) with a string as the permits key: %v", err)
+	}
+	if fields := testkit.DoString(t, rdb, "HMGET", name, "rate", "interval"); fields != "5\n3600000" {
+		t.Errorf("hash = %q after the refused SetRate", fields)
+	}
+	testkit.Do(t, rdb, "DEL", "{"+name+"}:permits")
+	testkit.Do(t, rdb, "SET", "{"+name+"}:value", "x")
+	if err := l.Release(ctx, 1); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Release with a value that is not a number: %v", err)
 	}
 	l.Delete(ctx)
 }

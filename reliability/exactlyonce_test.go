@@ -413,6 +413,42 @@ var eoCases = []eoCase{
 		x.window(1, "a rate of 5 and one Acquire(1)")
 	}},
 	{"ratelimit/waiter-Acquire", rateWaiterAcquire},
+	{"ratelimit/Release", func(x *eo) {
+		l := x.limiter(5)
+		require.NoError(x.t, l.Acquire(x.ctx, 3))
+		f := x.arm(x.name)
+		err := l.Release(x.ctx, 2)
+		x.fired(f)
+		x.ok(err, "Release(2)")
+		x.limiterState("5", "4", 1, "a rate of 5, one Acquire(3) and one Release(2)")
+	}},
+	{"ratelimit/UpdateRate-KeepState", func(x *eo) {
+		l := x.limiter(5)
+		require.NoError(x.t, l.Acquire(x.ctx, 2))
+		f := x.arm(x.name)
+		updated, err := l.UpdateRate(x.ctx, ratelimit.Config{Rate: 8, Interval: time.Hour}, ratelimit.KeepState())
+		x.fired(f)
+		if x.ok(err, "UpdateRate(8, KeepState)") {
+			assert.True(x.t, updated, "UpdateRate of a set limiter (%s) answered false; a fault-free one answers true", x.cut)
+		}
+		x.limiterState("8", "6", 1, "a rate of 5, one Acquire(2) and one UpdateRate(8, KeepState)")
+	}},
+	{"ratelimit/ClearExpire", func(x *eo) {
+		l := x.limiter(5)
+		require.NoError(x.t, l.Acquire(x.ctx, 1))
+		_, err := l.Expire(x.ctx, time.Hour)
+		require.NoError(x.t, err)
+		f := x.arm(x.name)
+		cleared, err := l.ClearExpire(x.ctx)
+		x.fired(f)
+		if x.ok(err, "ClearExpire") {
+			// A second PERSIST finds no TTL: only the first send's answer is true.
+			assert.True(x.t, cleared, "ClearExpire of a limiter with a TTL (%s) answered false; a fault-free one answers true", x.cut)
+		}
+		for _, key := range []string{x.name, "{" + x.name + "}:value", "{" + x.name + "}:permits"} {
+			assert.EqualValues(x.t, -1, x.int("PTTL", key), "after ClearExpire (%s), %s has a TTL. Redis holds: %s", x.cut, key, x.holds())
+		}
+	}},
 	{"multilock/sub-lock-Lock", func(x *eo) {
 		a, b := x.rlock(x.c1, x.name+"-a"), x.rlock(x.c1, x.name+"-b")
 		m, err := multilock.New(a, b)
@@ -1030,6 +1066,25 @@ func (x *eo) expirableState(available, out int64, after string) {
 		after, x.cut, timeouts, n, out, x.holds())
 }
 
+// limiter returns a rate limiter on c1 with rate per hour.
+func (x *eo) limiter(rate int64) *ratelimit.Limiter {
+	l, err := ratelimit.New(x.c1, x.name)
+	require.NoError(x.t, err)
+	set, err := l.TrySetRate(x.ctx, ratelimit.Config{Rate: rate, Interval: time.Hour})
+	require.NoError(x.t, err)
+	require.True(x.t, set)
+	return l
+}
+
+// limiterState checks a rate limiter's rate, the permits left and the grants in its window.
+func (x *eo) limiterState(rate, value string, grants int64, after string) {
+	x.t.Helper()
+	permits, valueKey := "{"+x.name+"}:permits", "{"+x.name+"}:value"
+	r, v, n := x.str("HGET", x.name, "rate"), x.str("GET", valueKey), x.int("ZCARD", permits)
+	assert.True(x.t, r == rate && v == value && n == grants, "after %s (%s), the rate is %q, %s is %q and %s holds %d grants; one application leaves %s, %q and %d. Redis holds: %s",
+		after, x.cut, r, valueKey, v, permits, n, rate, value, grants, x.holds())
+}
+
 // window checks a rate limiter of rate 5: grants in its window, and the permits left.
 func (x *eo) window(grants int64, after string) {
 	x.t.Helper()
@@ -1247,6 +1302,12 @@ func TestExactlyOnceBounded(t *testing.T) {
 			require.NoError(x.t, err)
 			x.faultNext()
 			return l.Acquire(context.Background(), 1)
+		}},
+		{"ratelimit/Release", func(x *eo) error {
+			l := x.limiter(5)
+			require.NoError(x.t, l.Acquire(x.ctx, 1))
+			x.faultNext()
+			return l.Release(context.Background(), 1)
 		}},
 	}
 	for _, cut := range eoCuts {

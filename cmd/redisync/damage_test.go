@@ -57,6 +57,8 @@ func TestNoDamage(t *testing.T) {
 		{[]string{"lock", "--write", "app-hash", "--", "true"}, exitDataErr},
 		{[]string{"rate", "--rate", "1/s", "app-hash", "--", "true"}, exitDataErr},
 		{[]string{"rate", "--rate", "1/s", "app-string", "--", "true"}, exitDataErr},
+		{[]string{"rate", "--update", "--rate", "1/s", "app-hash"}, exitDataErr},
+		{[]string{"rate", "--update", "--rate", "1/s", "app-string"}, exitDataErr},
 		{[]string{"lock", "--fair", "app-list", "--", "true"}, exitDataErr},
 		{[]string{"lock", "--read", "app-string", "--", "true"}, exitDataErr},
 		{[]string{"semaphore", "--permits", "2", "app-string", "--", "true"}, exitDataErr},

@@ -108,6 +108,11 @@ func parseHeld(cmd *command, args []string, f *waitFlags) (name string, argv []s
 	if code >= 0 {
 		return "", nil, code
 	}
+	return heldArgs(cmd, pos, tail, f)
+}
+
+// heldArgs checks the NAME and COMMAND that parseHeld parsed, and finds COMMAND.
+func heldArgs(cmd *command, pos, tail []string, f *waitFlags) (name string, argv []string, code int) {
 	switch {
 	case len(pos) == 0:
 		return "", nil, cmd.usageError("missing NAME")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 )
 
 const rateHeader = `Usage: redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
+       redisync rate --update --rate N/INTERVAL [--keep-alive DURATION] NAME
 
 Takes one permit of the rate limiter NAME, waiting until the limiter has one, then runs COMMAND: of
 all the processes that run 'redisync rate NAME' against the same Redis, at most N start their
@@ -25,11 +27,21 @@ sets the rate when the limiter has none; an existing one keeps its own.
 The permit is not held: COMMAND runs as long as it takes, and how many run at once is not bounded
 (combine with 'redisync semaphore' for that). Signals and process group are those of 'redisync lock'.
 Flags go before NAME, or anywhere before "--".
+
+With --update, nothing runs: the rate of the existing limiter NAME becomes N per INTERVAL in place
+(Redisson's updateRate with keepState), for every process that uses it. The grants made within the
+new INTERVAL stay in the window and count against the new rate: the permits left become N minus
+them (0 when they hold more), so a rate raised gives its new permits at once, and one lowered below
+what was just granted gives none until grants leave the window. The limiter keeps its type and, unless
+--keep-alive is given, its keep-alive. A per-client limiter's windows are each client's: they are
+left as they are. A NAME without a rate is left unset (status 1).
 `
 
 const rateFooter = `
 Exit status:
   COMMAND's own   COMMAND ran (128+n when a signal n ended it)
+  0               --update: the rate was changed
+  1               --update: NAME has no rate; nothing was changed
   75              no permit within --wait; COMMAND did not run (-E chooses another status)
   64              bad flags or arguments
   65              NAME holds data of another kind (not a rate limiter); COMMAND did not run
@@ -42,6 +54,7 @@ Examples:
   redisync rate --rate 10/s api -- curl -fsS https://api.example.com/sync
   redisync rate --rate 10000/h -n mail -- ./send.sh          # exit 75 at once when over the rate
   redisync rate --rate 5/250ms --keep-alive 1h crawl -- ./fetch.sh "$URL"
+  redisync rate --update --rate 20/s api                    # raise api's rate in place
 `
 
 // rateFlag is a --rate N/INTERVAL: "10/s", "100/1m", "5/250ms".
@@ -77,17 +90,32 @@ func (r *rateFlag) Set(s string) error {
 	return nil
 }
 
-// cmdRate runs COMMAND once the rate limiter grants a permit.
+// cmdRate runs COMMAND once the rate limiter grants a permit, or changes the rate (--update).
 func cmdRate(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("rate", rateHeader, rateFooter, stdout, stderr)
 	var rate rateFlag
 	var w waitFlags
 	var conn connFlags
-	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet (required)")
+	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet; with --update, its new rate (required)")
 	w.register(cmd)
-	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays)")
+	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter, or --update: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays;\nwith --update, it keeps its own)")
+	update := cmd.fs.Bool("update", false, "change the rate of the existing limiter NAME to --rate in place, keeping the grants in its window;\nno COMMAND")
 	conn.register(cmd.fs)
-	name, argv, code := parseHeld(cmd, args, &w)
+	pos, tail, hasTail, code := cmd.parse(args, 1)
+	if code >= 0 {
+		return code
+	}
+	if *update {
+		if !hasTail && len(tail) > 0 { // flags after NAME
+			var more []string
+			if more, tail, hasTail, code = cmd.parse(tail, 0); code >= 0 {
+				return code
+			}
+			pos = append(pos, more...)
+		}
+		return rateUpdate(cmd, &conn, pos, hasTail || len(tail) > 0, rate, *keepAlive)
+	}
+	name, argv, code := heldArgs(cmd, pos, tail, &w)
 	switch {
 	case code >= 0:
 		return code
@@ -125,6 +153,83 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	h := holder{what: "permit", name: name, acquire: take, release: func(context.Context) error { return nil }}
 	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, notAcquired: w.conflict}
 	return runHeld(cmd, c, h, o, argv)
+}
+
+// rateUpdate changes the rate of the limiter pos[0] in place (--update), keeping its window, its
+// type and, without --keep-alive, its keep-alive. An Overall limiter keeps its window (KeepState); a
+// PerClient one is updated without, so that the tool, which has no window of its own, makes none.
+func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration) int {
+	set := map[string]bool{}
+	cmd.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case command:
+		return cmd.usageError("--update runs no COMMAND")
+	case len(pos) == 0:
+		return cmd.usageError("missing NAME")
+	case len(pos) > 1:
+		return cmd.usageError("unexpected argument %q: --update takes NAME only", pos[1])
+	case pos[0] == "":
+		return cmd.usageError("empty NAME")
+	case rate.n == 0:
+		return cmd.usageError("--rate is required")
+	case set["wait"] || set["w"] || set["n"] || set["nonblock"] || set["E"] || set["conflict-exit-code"]:
+		return cmd.usageError("--wait, -n and -E go with acquiring a permit, not with --update")
+	case set["keep-alive"] && keepAlive != 0 && keepAlive < rate.interval:
+		return cmd.usageError("--keep-alive %v is shorter than the interval %v", keepAlive, rate.interval)
+	}
+	name := pos[0]
+	if err := checkName(name); err != nil {
+		return cmd.usageError("%v", err)
+	}
+	var w waitFlags
+	start := time.Now()
+	c, code := conn.connect(cmd, w.budget())
+	if code >= 0 {
+		return code
+	}
+	defer c.Close()
+	l, err := ratelimit.New(c, name)
+	if err != nil {
+		return cmd.usageError("%v", err)
+	}
+	ctx, cancel := w.before(start)
+	defer cancel()
+	unset := func() int {
+		fmt.Fprintf(cmd.stderr, "redisync rate: %q has no rate; nothing was changed (a run with --rate and COMMAND sets one)\n", name)
+		return exitFailure
+	}
+	cur, err := l.Config(ctx)
+	switch {
+	case errors.Is(err, redisync.ErrNotInitialized):
+		return unset()
+	case err != nil:
+		return redisError(cmd, err)
+	}
+	cfg := ratelimit.Config{Type: cur.Type, Rate: rate.n, Interval: rate.interval, KeepAlive: cur.KeepAlive}
+	if set["keep-alive"] {
+		cfg.KeepAlive = keepAlive
+	}
+	var opts []ratelimit.SetOption
+	if cfg.Type == ratelimit.Overall {
+		opts = append(opts, ratelimit.KeepState())
+	}
+	ok, err := l.UpdateRate(ctx, cfg, opts...)
+	switch {
+	case errors.Is(err, redisync.ErrInvalidArgument):
+		return cmd.usageError("%v", err)
+	case err != nil:
+		return redisError(cmd, err)
+	case !ok:
+		return unset()
+	}
+	fmt.Fprintf(cmd.stdout, "%s: %d per %v (%s)", name, cfg.Rate, cfg.Interval, cfg.Type)
+	if cfg.Type == ratelimit.Overall {
+		if n, err := l.Available(ctx); err == nil {
+			fmt.Fprintf(cmd.stdout, ", %d permits left", n)
+		}
+	}
+	fmt.Fprintln(cmd.stdout)
+	return exitOK
 }
 
 // rateState is what inspect shows of a rate limiter.

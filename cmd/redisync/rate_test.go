@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync/internal/testkit"
 )
@@ -71,6 +74,58 @@ func TestRateWaits(t *testing.T) {
 	testkit.Do(t, rdb, "DEL", name, "{"+name+"}:value", "{"+name+"}:permits")
 }
 
+// TestRateUpdate: --update changes the rate in place, keeping the grants in the window (the permits
+// left are the new rate minus them), the limiter's type and keep-alive unless --keep-alive is given;
+// a NAME without a rate exits 1 and stays unset, a NAME of another kind exits 65, unchanged.
+func TestRateUpdate(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		addrs := strings.Join(tg.Addrs, ",")
+		rdb := tg.Redis(t)
+		name := "rate-cli-update-" + tg.Name
+		keys := []string{name, "{" + name + "}:value", "{" + name + "}:permits"}
+		for range 3 {
+			p := tool(t, addrs, "rate", "--rate", "10/h", "--keep-alive", "2h", name, "--", "true")
+			require.Zero(t, p.run(), "%v", p)
+		}
+		p := tool(t, addrs, "rate", "--update", "--rate", "20/h", name)
+		require.Zero(t, p.run(), "%v", p)
+		require.Equal(t, name+": 20 per 1h0m0s (overall), 17 permits left\n", p.stdout.String())
+		st, _ := inspectJSON(t, tg, name)
+		rs := st.RateLimiter
+		require.NotNil(t, rs)
+		require.NotNil(t, rs.Available)
+		require.Equal(t, rateState{Type: "overall", Rate: 20, IntervalMs: time.Hour.Milliseconds(), KeepAliveMs: 2 * time.Hour.Milliseconds(),
+			Available: rs.Available, Grants: 3}, *rs)
+		require.EqualValues(t, 17, *rs.Available)
+
+		// Flags after NAME; a rate below the grants leaves no permit.
+		p = tool(t, addrs, "rate", "--update", name, "--rate", "2/h", "--keep-alive", "3h")
+		require.Zero(t, p.run(), "%v", p)
+		require.Equal(t, name+": 2 per 1h0m0s (overall), 0 permits left\n", p.stdout.String())
+		require.Equal(t, "10800000", testkit.DoString(t, rdb, "HGET", name, "keepAliveTime"))
+		for _, key := range keys {
+			ms, err := strconv.ParseInt(testkit.DoString(t, rdb, "PTTL", key), 10, 64)
+			require.NoError(t, err)
+			require.True(t, ms > (3*time.Hour-time.Minute).Milliseconds(), "PTTL %s = %d, want the new keep-alive", key, ms)
+		}
+		p = tool(t, addrs, "rate", "--rate", "2/h", "-n", name, "--", "sh", "-c", "echo ran")
+		require.Equal(t, exitNotAcquired, p.run(), "%v", p)
+		require.Empty(t, p.stdout.String())
+		testkit.Do(t, rdb, append([]string{"DEL"}, keys...)...)
+
+		p = tool(t, addrs, "rate", "--update", "--rate", "5/s", name)
+		require.Equal(t, exitFailure, p.run(), "%v", p)
+		require.Contains(t, p.stderr.String(), "has no rate")
+		require.Equal(t, "0", testkit.DoString(t, rdb, "EXISTS", keys[0], keys[1], keys[2]))
+
+		testkit.Do(t, rdb, "SET", name, "app")
+		p = tool(t, addrs, "rate", "--update", "--rate", "5/s", name)
+		require.Equal(t, exitDataErr, p.run(), "%v", p)
+		require.Equal(t, "app", testkit.DoString(t, rdb, "GET", name))
+		testkit.Do(t, rdb, "DEL", name)
+	})
+}
+
 func TestRateUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"rate", "x", "--", "true"},
@@ -80,6 +135,16 @@ func TestRateUsage(t *testing.T) {
 		{"rate", "--rate", "5/s", "x"},
 		{"rate", "--rate", "5/s", "--", "true"},
 		{"rate", "--rate", "5/s", "--keep-alive", "100ms", "x", "--", "true"},
+		{"rate", "--update", "x"},
+		{"rate", "--update", "--rate", "5/s"},
+		{"rate", "--update", "--rate", "5/s", "x", "y"},
+		{"rate", "--update", "--rate", "5/s", "x", "--", "true"},
+		{"rate", "--update", "--rate", "5/s", "x", "true"},
+		{"rate", "--update", "--rate", "5/s", "-n", "x"},
+		{"rate", "--update", "--rate", "5/s", "-w", "3", "x"},
+		{"rate", "--update", "--rate", "5/s", "-E", "0", "x"},
+		{"rate", "--update", "--rate", "5/s", "--keep-alive", "100ms", "x"},
+		{"rate", "--update", "--rate", "5/s", "x", "--bogus"},
 	} {
 		if p := tool(t, "127.0.0.1:1", args...); p.run() != exitUsage {
 			t.Errorf("%v", p)

@@ -135,6 +135,7 @@ func TestSecureServer(t *testing.T) {
 		append(append([]string{"latch"}, tlsFlags...), "app:latch", "countdown"),
 		append(append([]string{"latch", "--wait", "5s"}, tlsFlags...), "app:latch", "await"),
 		append(append([]string{"rate", "--rate", "5/s"}, tlsFlags...), "app:rate", "--", "true"),
+		append(append([]string{"rate", "--update", "--rate", "10/s"}, tlsFlags...), "app:rate"),
 		append(append([]string{"inspect"}, tlsFlags...), "app:job"),
 		append(append([]string{"inspect"}, tlsFlags...), "app:rate"),
 		append(append([]string{"inspect"}, tlsFlags...), "app:fair"),
