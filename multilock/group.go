@@ -26,23 +26,7 @@ import (
 // (redisync.ErrReleased after Unlock, redisync.ErrLost when the lease ends or the watchdog finds a
 // value gone), the same ctx re-enters, and every call takes effect once whatever the network loses.
 //
-// # Layout in Redis (Redisson's)
-//
-// The group is a hash. Each value held has three fields: "<value>" holds its owner ("<client id>:<owner
-// id>", where Redisson writes "<client id>:<thread id>"), "<value>:<owner>:expire_time" until when
-// the owner holds it (ms since the epoch), and "<value>:<owner>:lock_count" how many times. <value> is
-// the value's field name: GroupField of the bytes Redisson's codec writes for it. The hash's TTL is
-// the longest lease given. Releases that free a value publish "0" on
-// "redisson_lock__channel:{<group>}", which wakes every waiter of the group to try again.
-//
-// # Clocks
-//
-// expire_time is read and written against the Redis server's clock (TIME, inside the scripts);
-// Redisson's scripts are given the Java client's clock instead. Where Java and Go processes share a
-// group, a Java host whose clock is ahead of the server's by d sees Go holds end d early (and its own
-// last d longer for Go): exclusion holds while d stays below what is left of a Go hold's lease. A
-// watchdog hold keeps at least two thirds of the watchdog timeout (20 s by default), far beyond what
-// NTP lets clocks drift; a fixed lease's ctx ends only its Drift (1% + 2 ms) before the expiry.
+// See the package doc for the Group's layout in Redis and the clocks it is kept by.
 type Group struct {
 	l      *core.Lock
 	c      *core.Client
