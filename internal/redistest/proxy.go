@@ -30,6 +30,11 @@ const (
 	// the replies to the commands before it have been forwarded: the server
 	// never sees it.
 	LoseRequest
+	// Delay is LoseRequest, except that the command is kept instead of
+	// dropped: Fault.Deliver sends it to the server later, on a connection of
+	// its own, as a request that the network held up arrives after the client
+	// gave up on it and went on.
+	Delay
 )
 
 func (c Cut) String() string {
@@ -38,6 +43,8 @@ func (c Cut) String() string {
 		return "reply lost"
 	case LoseRequest:
 		return "request lost"
+	case Delay:
+		return "request delayed"
 	}
 	return "Cut(" + strconv.Itoa(int(c)) + ")"
 }
@@ -109,6 +116,8 @@ type Fault struct {
 	disarmed bool
 	cmd      []string
 	fireOnce sync.Once
+	held     []byte // Delay: the command as the client sent it
+	upstream string // Delay: where to deliver it
 }
 
 // Fired is closed once the fault has cut its connection (both sides are
@@ -151,6 +160,34 @@ func (f *Fault) Command() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cmd
+}
+
+// Deliver sends the command a Delay fault kept to the server, on a new
+// connection, and returns the server's reply as raw RESP. It fails when the
+// fault has not fired, is not a Delay, or was delivered already.
+func (f *Fault) Deliver() (string, error) {
+	f.mu.Lock()
+	raw, upstream := f.held, f.upstream
+	f.held = nil
+	f.mu.Unlock()
+	if !f.HasFired() || raw == nil {
+		return "", fmt.Errorf("redistest: no delayed command to deliver")
+	}
+	conn, err := net.DialTimeout("tcp4", upstream, 5*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("redistest: deliver: %w", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write(raw); err != nil {
+		return "", fmt.Errorf("redistest: deliver: %w", err)
+	}
+	in := &respReader{r: bufio.NewReader(conn)}
+	_, reply, _, err := in.frame()
+	if err != nil {
+		return "", fmt.Errorf("redistest: deliver: %w", err)
+	}
+	return string(reply), nil
 }
 
 // Disarm stops the fault if it has not fired yet, and reports whether it
@@ -286,7 +323,7 @@ func (p *Proxy) Arm(r Rule) *Fault { return Arm(r, p) }
 // first of them to see the rule's Nth match cuts it, and the others then
 // let everything pass.
 func Arm(r Rule, proxies ...*Proxy) *Fault {
-	if r.Channel == "" && r.Cut != LoseReply && r.Cut != LoseRequest {
+	if r.Channel == "" && r.Cut != LoseReply && r.Cut != LoseRequest && r.Cut != Delay {
 		panic(fmt.Sprintf("redistest: Arm: no Cut in %+v", r))
 	}
 	f := &Fault{rule: r, fired: make(chan struct{})}
@@ -493,7 +530,15 @@ func (c *proxyConn) requests() {
 		if !subscribed {
 			f, o.counted = c.p.match(args, (*Rule).matches)
 		}
-		if f != nil && f.rule.Cut == LoseRequest {
+		if f != nil && (f.rule.Cut == LoseRequest || f.rule.Cut == Delay) {
+			if f.rule.Cut == Delay {
+				c.p.mu.Lock()
+				upstream := c.p.upstream
+				c.p.mu.Unlock()
+				f.mu.Lock()
+				f.held, f.upstream = append([]byte(nil), raw...), upstream
+				f.mu.Unlock()
+			}
 			if err := out.Flush(); err != nil {
 				return
 			}

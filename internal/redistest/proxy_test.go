@@ -73,6 +73,30 @@ func TestProxyCuts(t *testing.T) {
 	}
 }
 
+// A delayed request is lost as LoseRequest loses it, and runs on the server when delivered, once.
+func TestProxyDelay(t *testing.T) {
+	s, p, c := proxied(t)
+	ctx := context.Background()
+	f := p.Arm(Rule{Cut: Delay, Commands: []string{"INCR"}, Key: "k"})
+	err := c.Do(ctx, c.B().Incr().Key("k").Build()).Error()
+	if _, redis := rueidis.IsRedisErr(err); err == nil || redis {
+		t.Fatalf("delayed call: %v, want a network error", err)
+	}
+	fired(t, f)
+	mustDo(t, s, "", "GET", "k")
+	if n, err := c.Do(ctx, c.B().Incr().Key("k").Build()).AsInt64(); err != nil || n != 1 {
+		t.Fatalf("call after the fault: %d, %v", n, err)
+	}
+	reply, err := f.Deliver()
+	if err != nil || reply != ":2\r\n" {
+		t.Fatalf("Deliver: %q, %v; want the reply of a second INCR", reply, err)
+	}
+	if _, err := f.Deliver(); err == nil {
+		t.Fatal("a second Deliver sent the command again")
+	}
+	mustDo(t, s, "2", "GET", "k")
+}
+
 // Only the Nth match is cut, only commands with the key among their KEYS match, an EVALSHA answered
 // NOSCRIPT is no match, and Disarm stops a fault that has not fired.
 func TestProxyNthKeyDisarm(t *testing.T) {
