@@ -39,6 +39,11 @@ var Kind = locksuite.Kind{
 		}
 		return nil
 	},
+	// A waiter that queued and gave up leaves its acquisition's memo for a minute, so that a try of
+	// it still on its way takes no place.
+	Lingering: func(name string, _ bool) []string {
+		return []string{"redisync_once:{" + name + "}:*"}
+	},
 	Queries: func(l locksuite.Lock) map[string]func(context.Context) error {
 		return map[string]func(context.Context) error{
 			"Waiting": func(ctx context.Context) error { _, err := l.(*fairlock.Lock).Waiting(ctx); return err },

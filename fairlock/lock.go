@@ -129,7 +129,8 @@ func (l *Lock) Name() string { return l.l.Name() }
 // done under the lock so that the work stops if the lock is lost.
 //
 // When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
-// Redis does not answer that within core.Overtime, a quarter second). When the Client is closed,
+// Redis does not answer that within core.Overtime, a quarter second); a try of it that reaches Redis
+// after that, held up by a stalled server or network, takes no place. When the Client is closed,
 // nothing more is sent: the place is passed over as a dead process's is (see WithSlot).
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.Lock(ctx) }
 

@@ -27,6 +27,9 @@ end
 
 if MODE == 1 then
   local m = redis.call('get', memo)
+  if m == '-' then -- the acquisition is over: its waiter left (fairlock_leave.lua)
+    return {0, 1}
+  end
   if m then
     local n, t = string.match(m, '^(%d+) (%d+)$')
     return {1, tonumber(n), tonumber(t)}
@@ -97,8 +100,8 @@ end
 
 local pos = redis.call('lpos', queue, me)
 if not pos then
-  if ARGV[8] ~= '1' then
-    return {0, pttl}
+  if ARGV[8] ~= '1' or redis.call('exists', memo) == 1 then
+    return {0, pttl} -- no place: not asked for, or the waiter has left already
   end
   -- Redisson's estimate (the last waiter's deadline, or the lock's end, plus one slot), which the
   -- Java waiters behind build theirs on and which a Java acquisition lowers by its own slot; at least

@@ -1,12 +1,18 @@
---! KEYS lock queue deadlines counter channel records
---! ARGV field tag queued slot publish numsub
+--! KEYS lock queue deadlines counter channel records memo
+--! ARGV field tag queued slot publish numsub rid
 -- A waiter gives up: it gives back a grant nobody took, leaves the queue (queued '1') and gives its
 -- slot back to everyone behind it. If it was next and the lock is free, the new head is woken (or
 -- handed the lock), so that its turn does not wait for a timer (fairlock_wake.lua comes first, with
 -- the order of KEYS). tag is the acquisition's ('' for none).
 -- Returns 1 if the owner was queued or granted the lock. Sending it twice does no more than sending
--- it once.
+-- it once. rid: the acquisition's request id. A try of it still on its way (written on a connection
+-- its client gave up, run once a stalled server resumes) must take no place once this has run: its
+-- memo says so for a minute (fairlock_acquire.lua), unless the owner holds the lock (a refused
+-- re-entry, which took no place).
 local slot = tonumber(ARGV[4])
+if ARGV[3] == '1' and ARGV[7] ~= '' and redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  redis.call('set', KEYS[7] .. ARGV[7], '-', 'px', 60000)
+end
 local rec = ARGV[2] ~= '' and redis.call('hget', KEYS[6], ARGV[1])
 if rec then
   local _, granted = string.match(rec, '^%-(%d+) (%S+)$')

@@ -415,7 +415,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 		m.done(err)
 		h.abort(l.lease == 0)
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
-			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], "1") })
+			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], a.v[vRid], "1") })
 		}
 		return nil, err
 	}
@@ -556,16 +556,16 @@ func (a *attempt) Stray(tag, _ string) {
 		}
 		field = tag[:i+1+j]
 	}
-	a.l.leave(context.Background(), field, tag, "0")
+	a.l.leave(context.Background(), field, tag, "", "0")
 }
 
-// leave runs the leave script: the waiter tagged tag of field's owner gave up (queued) or left a
-// hand-over behind; the script forgets its record, takes it out of the queue, and gives back a grant
-// it did not take.
-func (l *Lock) leave(ctx context.Context, field, tag, queued string) {
+// leave runs the leave script: the waiter tagged tag of field's owner, acquiring as rid, gave up
+// (queued) or left a hand-over behind; the script forgets its record, takes it out of the queue, and
+// gives back a grant it did not take.
+func (l *Lock) leave(ctx context.Context, field, tag, rid, queued string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RetryBound)
 	defer cancel()
-	v := call{vField: field, vTag: tag, vQueued: queued}
+	v := call{vField: field, vTag: tag, vRid: rid, vQueued: queued}
 	l.c.Send(ctx, l.plan.scripts[sLeave].s, l.keysOf(sLeave), l.argsOf(sLeave, &v))
 }
 

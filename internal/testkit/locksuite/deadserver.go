@@ -49,9 +49,8 @@ func (d *DeadServerSuite) TestDeadServer() {
 // of an earlier hold released, for queries; a hold of "released", to release; a waiter for each of
 // testkit.Bounds that can park behind a rival's hold of "parked-<bound>"; and "fresh-<i>", free,
 // for acquisitions. Each is on a Client of its own, so that the queries' bound is not the one of a
-// write in flight on the same connection. No lock has two waits across a fault: when two waits of
-// one fair lock give up across a stall, one of them can stay in its queue until the next release, a
-// defect of the fair lock's own that is not what these cases check.
+// write in flight on the same connection. No lock has two waits across a fault (fairlock's
+// TestWaitersGivingUpAcrossAStallLeaveTheLine checks that case).
 type dead struct {
 	s        *Suite
 	tg       *testkit.Target

@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,7 +84,8 @@ type Kind struct {
 	// Lingering returns the keys that the lock called name may keep for a while, each with an
 	// expiry, after waiters have come and gone, and, with handedOver, after a release handed the lock
 	// to one of them (rlock's record of the Clients that listen for hand-overs, which outlives their
-	// last wait, and the mark of a hand-over, which outlives the grant). Nil means none.
+	// last wait, and the mark of a hand-over, which outlives the grant). A name ending in "*" stands
+	// for every key it prefixes. Nil means none.
 	Lingering func(name string, handedOver bool) []string
 	// Queries returns the kind's own read-only calls beyond Lock's (a fair lock's Waiting), which
 	// must fail on a dead server within the bound of every query.
@@ -407,8 +410,11 @@ func (s *Suite) noNewKeys(t testing.TB, tg *testkit.Target, before []string, sc 
 		var left []string
 		for _, k := range tg.NewKeys(t, before) {
 			switch {
-			case contains(kept, k):
-			case contains(lingering, k):
+			case slices.Contains(kept, k):
+			case slices.ContainsFunc(lingering, func(l string) bool {
+				p, ok := strings.CutSuffix(l, "*")
+				return l == k || ok && strings.HasPrefix(k, p)
+			}):
 				if ms := testkit.DoString(t, rdb, "PTTL", k); ms == "-1" {
 					return fmt.Errorf("key %q, which may linger, has no expiry", k)
 				}
@@ -424,13 +430,4 @@ func (s *Suite) noNewKeys(t testing.TB, tg *testkit.Target, before []string, sc 
 		}
 		return nil
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
