@@ -64,7 +64,9 @@ type fairLocker struct {
 func (f *fairLocker) queue() *queueStamp { return f.stamp }
 
 // stampingClient tells a queueStamp when a fair-lock try returns: a script whose second key is the
-// lock's queue (the acquire and leave scripts; a release comes before the stamp is armed).
+// lock's queue and whose reply is an array (the acquire script's; a leave, which a Client also sends
+// in the background after a hand-over that its waiter's own try took, and a release answer an
+// integer).
 type stampingClient struct {
 	rueidis.Client
 	stamp *queueStamp
@@ -75,7 +77,7 @@ func (c stampingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.R
 	args := cmd.Commands()
 	try := len(args) > 4 && strings.HasPrefix(args[4], "redisson_lock_queue:")
 	res := c.Client.Do(ctx, cmd)
-	if try {
+	if _, err := res.ToArray(); try && err == nil {
 		c.stamp.returned(time.Now())
 	}
 	return res
