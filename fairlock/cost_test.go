@@ -92,7 +92,8 @@ func TestHandoffWakesOnlyTheHead(t *testing.T) {
 // BenchmarkHandoff is B5's workload (BENCHMARKS.md) on one standalone server: 8 clients, one fair
 // lock, an empty critical section. It reports handoffs (the previous holder starts Unlock -> the next
 // holder's Lock returns) p50/p99 in microseconds, scripts and subscription commands per acquisition,
-// and the most holders ever inside at once (must be 1).
+// what Redis runs per acquisition (srv-calls/acq, scripts' own calls included), and the most holders
+// ever inside at once (must be 1).
 func BenchmarkHandoff(b *testing.B) {
 	tg := testkit.Standalone(b)
 	const clients = 8
@@ -117,7 +118,7 @@ func BenchmarkHandoff(b *testing.B) {
 		next     atomic.Int64
 		wg       sync.WaitGroup
 	)
-	before := commands(b, tg)
+	before, beforeAll := commands(b, tg), serverCalls(b, tg)
 	b.ResetTimer()
 	for _, l := range locks {
 		wg.Add(1)
@@ -153,6 +154,7 @@ func BenchmarkHandoff(b *testing.B) {
 		b.ReportMetric(float64(handoffs[len(handoffs)*99/100].Microseconds()), "handoff-p99-us")
 	}
 	b.ReportMetric(float64(commands(b, tg)-before)/float64(b.N), "cmds/acq")
+	b.ReportMetric(float64(serverCalls(b, tg)-beforeAll-2)/float64(b.N), "srv-calls/acq")
 	b.ReportMetric(float64(sec.Max()), "max-holders")
 	if sec.Max() > 1 {
 		b.Fatalf("%d holders at once", sec.Max())
@@ -163,4 +165,69 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 
 func rueidisOption(tg *testkit.Target) rueidis.ClientOption {
 	return rueidis.ClientOption{InitAddress: tg.Addrs, DisableCache: true}
+}
+
+// BenchmarkRedissonLineCalls drives Redisson's own fair lock scripts raw through the steady state of
+// B5's workload (8 threads, one lock, an empty critical section): the holder unlocks, the head of the
+// line acquires with its try on being woken, and the old holder joins the end of the line with a
+// Java thread's two tries (before and after subscribing). It reports what Redis runs per acquisition,
+// the scripts' own calls included (srv-calls/acq): the figure B5 reports for package fairlock.
+func BenchmarkRedissonLineCalls(b *testing.B) {
+	tg := testkit.Own(b)
+	j := newJavaFair(b, tg, "fairlock:redisson-line")
+	const threads = 8
+	if ok, _ := j.try(0, 0); !ok {
+		b.Fatal("the first thread did not acquire a free lock")
+	}
+	line := []int64{}
+	for th := int64(1); th < threads; th++ {
+		if ok, _ := j.try(th, 0); ok {
+			b.Fatal("a thread acquired a held lock")
+		}
+		line = append(line, th)
+	}
+	holder := int64(0)
+	before := serverCalls(b, tg)
+	b.ResetTimer()
+	for range b.N {
+		j.unlock(holder)
+		head := line[0]
+		if ok, _ := j.try(head, 0); !ok {
+			b.Fatalf("the head of the line (%d) did not acquire after the unlock", head)
+		}
+		for range 2 {
+			if ok, _ := j.try(holder, 0); ok {
+				b.Fatal("the old holder acquired while another held the lock")
+			}
+		}
+		line = append(line[1:], holder)
+		holder = head
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(serverCalls(b, tg)-before-1)/float64(b.N), "srv-calls/acq")
+}
+
+// serverCalls returns how many commands the nodes of tg have run, of every kind, INFO included.
+func serverCalls(t testing.TB, tg *testkit.Target) int64 {
+	t.Helper()
+	var total int64
+	for _, s := range tg.Servers {
+		out, err := s.Do("INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			_, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok {
+				continue
+			}
+			calls, _, _ := strings.Cut(stats, ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += n
+		}
+	}
+	return total
 }

@@ -18,7 +18,7 @@ import (
 // waiting loop (RedissonLock.lock / tryLock). Threads are numbered; the owner field is
 // "<client id>:<thread>".
 type javaFair struct {
-	t       *testing.T
+	t       testing.TB
 	rdb     rueidis.Client
 	cluster bool
 	name    string
@@ -27,7 +27,7 @@ type javaFair struct {
 	lease   time.Duration // internalLockLeaseTime: Config.lockWatchdogTimeout, 30 s by default
 }
 
-func newJavaFair(t *testing.T, tg *testkit.Target, name string) *javaFair {
+func newJavaFair(t testing.TB, tg *testkit.Target, name string) *javaFair {
 	return &javaFair{t: t, rdb: tg.Redis(t), cluster: tg.Name == "cluster", name: name,
 		id:   "8d6f3a52-java-4c1e-9e8b-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10),
 		wait: 5 * time.Minute, lease: 30 * time.Second}
