@@ -35,6 +35,10 @@ const (
 	// its own, as a request that the network held up arrives after the client
 	// gave up on it and went on.
 	Delay
+	// HoldReply forwards the command and holds back the server's reply until
+	// Fault.Release: the server has applied the command, and the client is
+	// still waiting for its answer. The connection stays up.
+	HoldReply
 )
 
 func (c Cut) String() string {
@@ -45,6 +49,8 @@ func (c Cut) String() string {
 		return "request lost"
 	case Delay:
 		return "request delayed"
+	case HoldReply:
+		return "reply held"
 	}
 	return "Cut(" + strconv.Itoa(int(c)) + ")"
 }
@@ -118,10 +124,15 @@ type Fault struct {
 	fireOnce sync.Once
 	held     []byte // Delay: the command as the client sent it
 	upstream string // Delay: where to deliver it
+	release  chan struct{}
+	relOnce  sync.Once
 }
 
+// Release lets a HoldReply fault's reply go on to the client.
+func (f *Fault) Release() { f.relOnce.Do(func() { close(f.release) }) }
+
 // Fired is closed once the fault has cut its connection (both sides are
-// closed by then).
+// closed by then), or for HoldReply once it holds the reply.
 func (f *Fault) Fired() <-chan struct{} { return f.fired }
 
 // HasFired reports whether the fault has cut its connection.
@@ -323,10 +334,10 @@ func (p *Proxy) Arm(r Rule) *Fault { return Arm(r, p) }
 // first of them to see the rule's Nth match cuts it, and the others then
 // let everything pass.
 func Arm(r Rule, proxies ...*Proxy) *Fault {
-	if r.Channel == "" && r.Cut != LoseReply && r.Cut != LoseRequest && r.Cut != Delay {
+	if r.Channel == "" && r.Cut != LoseReply && r.Cut != LoseRequest && r.Cut != Delay && r.Cut != HoldReply {
 		panic(fmt.Sprintf("redistest: Arm: no Cut in %+v", r))
 	}
-	f := &Fault{rule: r, fired: make(chan struct{})}
+	f := &Fault{rule: r, fired: make(chan struct{}), release: make(chan struct{})}
 	for _, p := range proxies {
 		p.mu.Lock()
 		p.faults = append(p.faults, f)
@@ -630,12 +641,22 @@ func (c *proxyConn) replies() {
 			}
 		}
 		if answered != nil && answered.cut != nil {
-			if !noscript {
+			switch {
+			case noscript:
+				answered.cut.unclaim()
+			case answered.cut.rule.Cut == HoldReply:
+				_ = out.Flush() // the replies before it are delivered
+				answered.cut.fire(answered.args, &c.p.cuts)
+				select {
+				case <-answered.cut.release:
+				case <-c.done:
+					return
+				}
+			default:
 				_ = out.Flush() // the replies before it are delivered
 				c.cut(answered.cut, answered.args)
 				return
 			}
-			answered.cut.unclaim()
 		}
 		if _, err := out.Write(raw); err != nil {
 			return
