@@ -55,6 +55,18 @@ if count then
       return {1, count, tonumber(t)}
     end
   end
+  if MODE == 0 and count ~= held then
+    -- Not the count the client expects: a send of this call made again after a connection failure
+    -- may have run first (this one was held up on the failed connection). It answers as that did.
+    local m = redis.call('get', memo)
+    if m and m ~= '-' then
+      local n, t = string.match(m, '^(%d+) (%d+)$')
+      return {1, tonumber(n), tonumber(t)}
+    end
+    if count == held + 1 then
+      return {1, count, ARGV[7] == '1' and tonumber(redis.call('get', KEYS[4])) or 0}
+    end
+  end
   if ARGV[6] ~= '1' then
     return {2}
   end

@@ -20,7 +20,7 @@ if not before then
   if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
   return -1
 end
-if MODE == 1 and before == held - 1 then
+if MODE ~= 2 and before == held - 1 then
   return before -- the first send released it
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)

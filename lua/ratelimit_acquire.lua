@@ -15,7 +15,7 @@ if not rate then
 elseif rate == 'err' then
   return redis.error_reply(not_limiter)
 end
-if MODE == 1 then
+if MODE ~= 2 then -- another send of this call may have run first, a held-up first send last
   local at = redis.call('zscore', permits, ARGV[2])
   if at then
     return {1, tonumber(at)}

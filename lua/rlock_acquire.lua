@@ -52,6 +52,19 @@ if count > 0 and ARGV[10] == '1' then
     return {1, count, -mark}
   end
 end
+if MODE == 0 and count > 0 and count ~= held then
+  -- Not the count the client expects: a send of this call made again after a connection failure may
+  -- have run first (this one was held up on the failed connection). It answers as that send did.
+  local m = redis.call('get', KEYS[5] .. ARGV[3])
+  if m then
+    local n, t = string.match(m, '^(%d+) (%d+)$')
+    return {1, tonumber(n), tonumber(t)}
+  end
+  if count == held + 1 then
+    redis.call('zrem', KEYS[3], ARGV[11])
+    return {1, count, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+  end
+end
 if free or count > 0 then
   if count > 0 and ARGV[5] ~= '1' then
     return {2}

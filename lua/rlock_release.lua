@@ -30,7 +30,7 @@ if not count then
   if MODE == 1 and ARGV[2] == '1' then return 0 end -- the first send released the last hold
   return -1
 end
-if MODE == 1 and count == tonumber(ARGV[2]) - 1 then
+if MODE ~= 2 and count == tonumber(ARGV[2]) - 1 then
   return count -- the first send released it
 end
 if count > 1 then

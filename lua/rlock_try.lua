@@ -35,6 +35,18 @@ if redis.call('exists', KEYS[1], KEYS[3]) == 0 then
 end
 local ttl = redis.call('pttl', KEYS[1])
 local count = ttl ~= -2 and tonumber(redis.call('hget', KEYS[1], ARGV[1])) or 0
+if MODE == 0 and count > 0 and count ~= tonumber(ARGV[2]) then
+  -- Not the count the client expects: a send of this call made again after a connection failure may
+  -- have run first (this one was held up on the failed connection). It answers as that send did.
+  local m = redis.call('get', KEYS[4] .. ARGV[3])
+  if m then
+    local n, t = string.match(m, '^(%d+) (%d+)$')
+    return {1, tonumber(n), tonumber(t)}
+  end
+  if count == tonumber(ARGV[2]) + 1 then
+    return {1, count, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+  end
+end
 if ttl == -2 then
   -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
   local turn = tonumber(redis.call('zscore', KEYS[3], '~java'))

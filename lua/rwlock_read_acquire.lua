@@ -25,6 +25,17 @@ local writer = mode == 'write' and redis.call('hexists', lock, ARGV[1] .. ':writ
 if mode == 'write' and not writer then
   return {0, redis.call('pttl', lock)}
 end
+if MODE == 0 and count > 0 and count ~= held then
+  -- Not the count the client expects: a send of this call made again after a connection failure may
+  -- have run first (this one was held up on the failed connection). It answers as that send did.
+  local m = redis.call('get', memo)
+  if m then
+    return {1, tonumber(m), 0}
+  end
+  if count == held + 1 and redis.call('exists', KEYS[3] .. ARGV[1] .. ':rwlock_timeout:' .. count) == 1 then
+    return {1, count, 0}
+  end
+end
 if count > 0 and ARGV[5] ~= '1' then
   return {2}
 end

@@ -11,7 +11,11 @@
 -- only to a semaphore that still exists.
 local memo = KEYS[7] .. ARGV[5]
 if MODE == 2 then
-  if redis.call('get', memo) ~= 'a1' then
+  local m = redis.call('get', memo)
+  if m ~= 'a1' then
+    if not m then -- not run yet: if it is still on its way, it must take nothing (once.lua)
+      redis.call('set', memo, 'undone', 'px', 60000)
+    end
     return false
   end
   redis.call('set', memo, 'undone', 'px', 60000)

@@ -80,8 +80,8 @@ end
 -- earliest expiry (0 when no permit expires); {2, total} when more permits are asked for than the
 -- semaphore has in all.
 if op == 'acquire' then
-  if MODE == 1 and redis.call('zscore', KEYS[2], ARGV[5]) then
-    return {1} -- the first send took them
+  if MODE ~= 2 and redis.call('zscore', KEYS[2], ARGV[5]) then
+    return {1} -- another send of this call took them (a first send held up may come after)
   end
   local n = #ARGV - 4
   local avail, set = available()

@@ -9,9 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/ratelimit"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // TestFairTryArrivingAfterItsWaiterLeft holds up a fair lock waiter's first try in the network
@@ -64,4 +69,164 @@ func waitingIs(ctx context.Context, l *fairlock.Lock, want int) error {
 		err = fmt.Errorf("the queue holds %d owners, want %d", n, want)
 	}
 	return err
+}
+
+// TestCallOvertakenByItsResend holds up the first send of a call in the network while the library,
+// seeing its connection fail, sends it again on another one; Redis runs that second send, and the
+// first one reaches Redis right after, before the caller has the answer: a request written on a
+// connection its client gave up runs as soon as a stalled server resumes, beside the one sent again.
+// Both sends are one call: the late one must change nothing.
+func TestCallOvertakenByItsResend(t *testing.T) {
+	for name, env := range map[string]func(*testing.T) *eoEnv{"standalone": eoStandalone, "cluster": eoCluster} {
+		t.Run(name, func(t *testing.T) {
+			e := env(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*eoCall)
+			defer cancel()
+			c := e.tg.Client(t)
+			// late runs call with its first send held up and run after the second.
+			late := func(key string, call func() error) {
+				t.Helper()
+				first := e.arm(redistest.Rule{Cut: redistest.Delay, Key: key})
+				again := e.arm(redistest.Rule{Cut: redistest.HoldReply, Key: key})
+				t.Cleanup(again.Release)
+				done := make(chan error, 1)
+				go func() { done <- call() }()
+				require.True(t, again.Wait(eoCall), "the call was not sent again")
+				require.True(t, first.HasFired(), "the call's first send was not held up")
+				reply, err := first.Deliver()
+				require.NoError(t, err)
+				t.Logf("the first send to %s, run after the second, answered %q", key, reply)
+				again.Release()
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(eoCall):
+					t.Fatalf("the call did not return")
+				}
+			}
+			t.Run("lock", func(t *testing.T) {
+				l, err := rlock.New(c, "late-lock-"+name)
+				require.NoError(t, err)
+				warm, err := l.Lock(ctx) // the scripts loaded: the late send is one Redis runs
+				require.NoError(t, err)
+				require.NoError(t, l.Unlock(warm))
+				var held context.Context
+				late(l.Name(), func() (err error) { held, err = l.Lock(ctx); return err })
+				n, err := l.HoldCount(held)
+				require.NoError(t, err)
+				require.Equal(t, 1, n, "hold count in Redis after one Lock")
+				inner, err := l.Lock(held)
+				require.NoError(t, err)
+				late(l.Name(), func() error { return l.Unlock(inner) })
+				n, err = l.HoldCount(held)
+				require.NoError(t, err)
+				require.Equal(t, 1, n, "hold count in Redis after a re-entry and its Unlock")
+				require.NoError(t, l.Unlock(held))
+				locked, err := l.IsLocked(ctx)
+				require.NoError(t, err)
+				require.False(t, locked, "the lock is held after every Lock was unlocked")
+			})
+			t.Run("semaphore", func(t *testing.T) {
+				s, err := semaphore.New(c, "late-sem-"+name)
+				require.NoError(t, err)
+				_, err = s.TrySetPermits(ctx, 2)
+				require.NoError(t, err)
+				require.NoError(t, s.Acquire(ctx, 1))
+				require.NoError(t, s.Release(ctx, 1))
+				late(s.Name(), func() error { return s.Acquire(ctx, 1) })
+				n, err := s.Available(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, n, "permits left after one Acquire of 1 of 2")
+				late(s.Name(), func() error { return s.Release(ctx, 1) })
+				n, err = s.Available(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 2, n, "permits after one Acquire and one Release")
+			})
+			t.Run("fair lock", func(t *testing.T) {
+				l, err := fairlock.New(c, "late-fair-"+name)
+				require.NoError(t, err)
+				warm, err := l.Lock(ctx)
+				require.NoError(t, err)
+				require.NoError(t, l.Unlock(warm))
+				var held context.Context
+				late(l.Name(), func() (err error) { held, err = l.Lock(ctx); return err })
+				n, err := l.HoldCount(held)
+				require.NoError(t, err)
+				require.Equal(t, 1, n, "hold count in Redis after one Lock")
+				inner, err := l.Lock(held)
+				require.NoError(t, err)
+				late(l.Name(), func() error { return l.Unlock(inner) })
+				n, err = l.HoldCount(held)
+				require.NoError(t, err)
+				require.Equal(t, 1, n, "hold count in Redis after two Locks and one Unlock")
+				require.NoError(t, l.Unlock(held))
+				locked, err := l.IsLocked(ctx)
+				require.NoError(t, err)
+				require.False(t, locked, "the lock is held after every Lock was unlocked")
+			})
+			t.Run("read-write lock", func(t *testing.T) {
+				rw, err := rwlock.New(c, "late-rw-"+name)
+				require.NoError(t, err)
+				for _, l := range []*rwlock.Lock{rw.WriteLock(), rw.ReadLock()} {
+					warm, err := l.Lock(ctx)
+					require.NoError(t, err)
+					require.NoError(t, l.Unlock(warm))
+					var held context.Context
+					late(rw.Name(), func() (err error) { held, err = l.Lock(ctx); return err })
+					n, err := l.HoldCount(held)
+					require.NoError(t, err)
+					require.Equal(t, 1, n, "hold count in Redis after one Lock")
+					inner, err := l.Lock(held)
+					require.NoError(t, err)
+					late(rw.Name(), func() error { return l.Unlock(inner) })
+					n, err = l.HoldCount(held)
+					require.NoError(t, err)
+					require.Equal(t, 1, n, "hold count in Redis after two Locks and one Unlock")
+					require.NoError(t, l.Unlock(held))
+					locked, err := l.IsLocked(ctx)
+					require.NoError(t, err)
+					require.False(t, locked, "the lock is held after every Lock was unlocked")
+				}
+			})
+			t.Run("expirable semaphore", func(t *testing.T) {
+				s, err := semaphore.NewExpirable(c, "late-exp-"+name)
+				require.NoError(t, err)
+				_, err = s.TrySetPermits(ctx, 2)
+				require.NoError(t, err)
+				ids, err := s.Acquire(ctx, 1)
+				require.NoError(t, err)
+				require.NoError(t, s.Release(ctx, ids...))
+				late(s.Name(), func() (err error) { ids, err = s.Acquire(ctx, 1); return err })
+				n, err := s.Available(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 1, n, "permits left after one Acquire of 1 of 2")
+				require.NoError(t, s.Release(ctx, ids...))
+				n, err = s.Available(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 2, n, "permits after one Acquire and its Release")
+			})
+			t.Run("rate limiter", func(t *testing.T) {
+				l, err := ratelimit.New(c, "late-rate-"+name)
+				require.NoError(t, err)
+				_, err = l.TrySetRate(ctx, ratelimit.Config{Rate: 5, Interval: time.Hour})
+				require.NoError(t, err)
+				require.NoError(t, l.Acquire(ctx, 1))
+				late(l.Name(), func() error { return l.Acquire(ctx, 1) })
+				n, err := l.Available(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 3, n, "permits left in the window after two Acquires of 1 of 5")
+			})
+			t.Run("latch", func(t *testing.T) {
+				l, err := countdown.New(c, "late-latch-"+name)
+				require.NoError(t, err)
+				_, err = l.TrySetCount(ctx, 4)
+				require.NoError(t, err)
+				require.NoError(t, l.CountDown(ctx))
+				late(l.Name(), func() error { return l.CountDown(ctx) })
+				n, err := l.Count(ctx)
+				require.NoError(t, err)
+				require.EqualValues(t, 2, n, "count after one CountDown from 3")
+			})
+		})
+	}
 }
