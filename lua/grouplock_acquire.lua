@@ -10,10 +10,16 @@
 -- Exactly once (core/once.go): a value's count is shared by every hold of its owner that covers it
 -- (one owner may hold overlapping value sets), so the count the client expects (held) cannot tell
 -- whether a lost send acquired. Every acquisition keeps its answer under the memo instead, which the
--- client deletes once it has the answer; re-sent (MODE 1), the try answers that before it tries anew.
+-- client deletes once it has the answer; every send of the try answers that before it tries (another
+-- send of the call may have run first: the one made again after a connection failure, when this is
+-- a first send held up on the failed connection), and does nothing once the call was given up
+-- ('undone', grouplock_release.lua).
 local group, owner, lease, memo = KEYS[1], ARGV[1], tonumber(ARGV[3]), KEYS[2] .. ARGV[2]
-if MODE == 1 then
+if MODE ~= 2 then
   local m = redis.call('get', memo)
+  if m == 'undone' then
+    return {0, 1}
+  end
   if m then
     local n, t = string.match(m, '^(%d+) (%d+)$')
     if n then

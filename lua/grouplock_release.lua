@@ -25,6 +25,9 @@ if MODE == 1 then
 elseif MODE == 2 then
   local m = redis.call('get', memo)
   if not m or m == 'undone' then
+    if not m then -- not run yet: if it is still on its way, it must take nothing
+      redis.call('set', memo, 'undone', 'px', 60000)
+    end
     return -3
   end
   redis.call('set', memo, 'undone', 'px', 60000)
@@ -50,7 +53,7 @@ if live == 0 then
   end
   return -1
 end
-if MODE == 1 and all then
+if MODE ~= 2 and all then -- a first send held up may come after the one made again
   local released = true
   for i = 6, #ARGV do
     released = released and counts[i] == held - 1

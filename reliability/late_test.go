@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -215,6 +217,30 @@ func TestCallOvertakenByItsResend(t *testing.T) {
 				n, err := l.Available(ctx)
 				require.NoError(t, err)
 				require.EqualValues(t, 3, n, "permits left in the window after two Acquires of 1 of 5")
+			})
+			t.Run("group lock", func(t *testing.T) {
+				g, err := multilock.NewGroup(c, "late-group-"+name, []string{"a", "b"})
+				require.NoError(t, err)
+				warm, err := g.Lock(ctx)
+				require.NoError(t, err)
+				require.NoError(t, g.Unlock(warm))
+				var held context.Context
+				late(g.Name(), func() (err error) { held, err = g.Lock(ctx); return err })
+				id, ok := redisync.OwnerID(held)
+				require.True(t, ok)
+				owner := c.ID() + ":" + strconv.FormatInt(id, 10)
+				for _, f := range g.Fields() {
+					n, err := e.rdb.Do(ctx, e.rdb.B().Hget().Key(g.Name()).Field(f+":"+owner+":lock_count").Build()).ToString()
+					require.NoError(t, err)
+					require.Equal(t, "1", n, "the count of %s after one Lock", f)
+				}
+				inner, err := g.Lock(held)
+				require.NoError(t, err)
+				late(g.Name(), func() error { return g.Unlock(inner) })
+				require.NoError(t, g.Unlock(held))
+				locked, err := g.IsLocked(ctx)
+				require.NoError(t, err)
+				require.False(t, locked, "the group is locked after every Lock was unlocked")
 			})
 			t.Run("latch", func(t *testing.T) {
 				l, err := countdown.New(c, "late-latch-"+name)
