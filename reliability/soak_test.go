@@ -379,6 +379,30 @@ func TestSoak(t *testing.T) {
 	// lost to a stall, whose Unlock found it gone, stays in Redis until its lease (the watchdog
 	// timeout) ends: that long is allowed, no longer. A hold a lost reply added and nobody
 	// released would also have ended by then: the check after each Unlock above catches those.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// What the semaphore keeps beside its count: a permit that is not back is often told by a
+		// grant nobody took, a waiter record, or an acquisition's memo nobody deleted.
+		for _, q := range [][]string{
+			{"HGETALL", "redisync_semaphore_grants:{soak-sem}"},
+			{"ZRANGE", "redisync_semaphore_waiters:{soak-sem}", "0", "-1", "WITHSCORES"},
+			{"KEYS", "redisync_once:{soak-sem}:*"},
+		} {
+			if m, ok := read(q...); ok {
+				t.Logf("%s: %s", strings.Join(q, " "), render(m))
+			}
+		}
+		if m, ok := read("KEYS", "redisync_once:{soak-sem}:*"); ok {
+			keys, _ := m.AsStrSlice()
+			for _, k := range keys {
+				if v, ok := read("GET", k); ok {
+					t.Logf("%s = %s", k, render(v))
+				}
+			}
+		}
+	})
 	testkit.Eventually(t, 10*time.Second, func() error {
 		var bad []string
 		if m, ok := read("GET", "soak-sem"); !ok || func() bool { n, _ := m.AsInt64(); return n != permits }() {

@@ -237,15 +237,11 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	return false, 0, nil
 }
 
-// Undo gives back the permits a try took: sure of it, as a release that only a semaphore that still
-// exists takes; unsure (the try's answer never came), only if the try's memo says it took them.
+// Undo gives back the permits a try took, or may have taken (its answer never came): as a release
+// that only a semaphore that still exists takes, only if the try's memo says it took them, once, and
+// sent again until Redis answers for longer than a release is (core.Client.Undo).
 func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
-	if sure {
-		s.release(ctx, a.n, true)
-		s.c.DeleteLater(s.keys[6] + a.args[argRid])
-		return
-	}
 	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
 	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(s.keys[6] + a.args[argRid]) })
 }
