@@ -150,13 +150,13 @@ func (m *monitored) stop(t *testing.T) [][]string {
 	require.NoError(t, err)
 	_, err = bufio.NewReader(c).ReadString('\n')
 	require.NoError(t, err)
+	<-m.done // the reader stops at the marker, or when the connection ends
 	select {
 	case <-m.end:
-	case <-m.done:
+	default:
 		t.Fatal("the MONITOR connection ended before the marker")
 	}
 	m.conn.Close()
-	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lines
