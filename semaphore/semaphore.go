@@ -238,11 +238,16 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 }
 
 // Undo gives back the permits a try took, or may have taken (its answer never came): as a release
-// that only a semaphore that still exists takes, only if the try's memo says it took them, once, and
-// sent again until Redis answers for longer than a release is (core.Client.Undo).
+// that only a semaphore that still exists takes, only if the try's memo says it took them, and once.
+// A try known to have taken them is given back before Undo returns when Redis answers in time, and
+// otherwise, as an unanswered one always is, in the background for up to 30 s (core.Client.Undo).
 func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
 	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
+	if sure && s.c.Send(context.WithoutCancel(ctx), addScript.Undo(), s.keys[:], args).Error() == nil {
+		s.c.DeleteLater(s.keys[6] + a.args[argRid])
+		return
+	}
 	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(s.keys[6] + a.args[argRid]) })
 }
 
