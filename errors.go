@@ -32,4 +32,8 @@ var (
 	// ErrNotInitialized: the object needs a setting that nobody made yet (a rate limiter without a
 	// rate: TrySetRate or SetRate first, also after its keep-alive let it expire). Nothing was changed.
 	ErrNotInitialized = core.ErrNotInitialized
+	// ErrWrongType: the object's name (or one of its side keys) already holds data that is not this
+	// primitive's: a key of another type, such as an application's string, hash or list, or the layout
+	// of another primitive. Nothing was changed, deleted or waited for.
+	ErrWrongType = core.ErrWrongType
 )

@@ -18,6 +18,7 @@ var (
 	ErrNotReplicated   = errors.New("redisync: not acknowledged by enough replicas")
 	ErrNotInnermost    = errors.New("redisync: holds taken inside this one are still open")
 	ErrNotInitialized  = errors.New("redisync: not initialized")
+	ErrWrongType       = errors.New("redisync: the name holds other data")
 )
 
 // Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that
