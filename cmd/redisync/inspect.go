@@ -58,8 +58,9 @@ Examples:
 // the server's clock at the time of reading ("in_ms": how long from now; negative: in the past).
 type state struct {
 	Name string `json:"name"`
-	// Kind: "none", "lock", "fair lock", "read-write lock", "semaphore", "permit-expirable semaphore",
-	// "countdown latch", or "semaphore or countdown latch" when nothing tells the two apart.
+	// Kind: "none", "lock", "fair lock", "read-write lock", "group lock", "semaphore",
+	// "permit-expirable semaphore", "countdown latch", "rate limiter", "other" (no primitive's), or
+	// "semaphore or countdown latch" when nothing tells the two apart.
 	Kind string `json:"kind"`
 	// TTLms: the main key's remaining time to live; -1 without expiry; absent when the key is missing.
 	TTLms        *int64        `json:"ttl_ms,omitempty"`
@@ -75,10 +76,12 @@ type state struct {
 	// each with the time its announcement lapses unless renewed.
 	WaitingWriters []waiter `json:"waiting_writers,omitempty"`
 	// Waiters: the waiters that recorded themselves (a lock's, a semaphore's: redisync's), each with
-	// the time by which it will have tried again; a lapsed record's waiter has gone.
+	// the time by which it will have tried again. Records that are no waiter are left out: a grant's
+	// mark (the holder a release handed the lock to), a record whose time has passed (its waiter has
+	// gone), the Java waiters' turns (see records.go).
 	Waiters []waiter `json:"waiters,omitempty"`
-	// Subscribers: the subscribers of a semaphore's or latch's channel, on every node: the processes
-	// waiting for it (a redisync Client subscribes once for all its waiters).
+	// Subscribers: the subscribers of a semaphore's, latch's or group lock's channel, on every node:
+	// the processes waiting for it (a redisync Client subscribes once for all its waiters).
 	Subscribers *int64   `json:"subscribers,omitempty"`
 	Keys        []string `json:"keys"` // the keys that were found
 	// Omitted: how many holders, queue, waiters, waiting_writers or permits there are beyond those
@@ -91,18 +94,30 @@ type state struct {
 }
 
 type holderState struct {
-	Owner  string      `json:"owner"`
-	Who    *holderInfo `json:"who,omitempty"` // the redisync process that holds, as it registered
-	Count  int64       `json:"count"`
-	Write  bool        `json:"write,omitempty"`     // read-write lock: the writer
-	Leases []int64     `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+	Owner string      `json:"owner"`
+	Who   *holderInfo `json:"who,omitempty"` // the redisync process that holds, as it registered
+	// Count: the hold count (a group lock: the highest of its values').
+	Count  int64        `json:"count"`
+	Write  bool         `json:"write,omitempty"`     // read-write lock: the writer
+	Leases []int64      `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+	Values []groupValue `json:"values,omitempty"`    // group lock: the values it holds
+}
+
+// groupValue is one value of a group lock that its holder holds.
+type groupValue struct {
+	Field     string `json:"field"` // the value's field: Redisson's hash of the value (multilock.GroupField)
+	Count     int64  `json:"count"`
+	ExpiresMs int64  `json:"expires_in_ms"`
 }
 
 type waiter struct {
+	// Owner: the waiting owner; a semaphore's waiter is "<client id>:<attempt>".
 	Owner string `json:"owner"`
-	// Deadline: by when it must try again or lose its place (a fair lock's queue), will have tried
-	// again (a recorded waiter), or stops keeping readers out unless renewed (a waiting writer).
+	// Deadline: by when it must try again or lose its place (a fair lock's queue: negative once
+	// passed, until the next try drops it), will have tried again (a recorded waiter), or stops
+	// keeping readers out unless renewed (a waiting writer).
 	Deadline *int64 `json:"deadline_in_ms,omitempty"`
+	Permits  int64  `json:"permits,omitempty"` // a semaphore's waiter: the permits it wants
 }
 
 type permit struct {
@@ -234,7 +249,8 @@ func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, erro
 		return nil, r.err
 	}
 	typ, _ := res[0].ToString()
-	now := serverTime(res[2])
+	r.nowUs = serverMicros(res[2])
+	now := r.nowUs / 1000
 	if typ != "none" {
 		st.Keys = append(st.Keys, name)
 		ttl, _ := res[1].AsInt64()
@@ -281,8 +297,9 @@ func (r *reader) who(st *state) {
 	}
 }
 
-// hash reads a hash: a rate limiter, a lock or read-write lock, or someone else's hash. Only as
-// many fields are read as a lock has: someone else's hash shows as such from its first page.
+// hash reads a hash: a rate limiter, a lock, read-write lock or group lock, or someone else's hash.
+// Only as many fields are read as such a hash has: someone else's hash shows as such from its first
+// page.
 func (r *reader) hash(st *state, now int64) {
 	b := r.rdb.B()
 	res := r.multi(b.Hlen().Key(st.Name).Build(), b.Hscan().Key(st.Name).Cursor(0).Count(hashPage).Build())
@@ -295,7 +312,8 @@ func (r *reader) hash(st *state, now int64) {
 	if r.rateLimiter(st, fields, now) {
 		return
 	}
-	for pages := 1; lockFields(fields) && page.Cursor != 0 && pages < maxHashScan; pages++ {
+	ours := func() bool { return lockFields(fields) || groupFields(fields) }
+	for pages := 1; ours() && page.Cursor != 0 && pages < maxHashScan; pages++ {
 		page, err = r.multi(b.Hscan().Key(st.Name).Cursor(page.Cursor).Count(hashPage).Build())[0].AsScanEntry()
 		if err != nil {
 			return
@@ -304,14 +322,17 @@ func (r *reader) hash(st *state, now int64) {
 			fields[k] = v
 		}
 	}
-	if !lockFields(fields) {
+	switch {
+	case groupFields(fields):
+		r.group(st, fields, page.Cursor != 0, now)
+	case lockFields(fields):
+		if page.Cursor != 0 {
+			st.omit("holders", size-int64(len(fields)))
+		}
+		r.lock(st, fields, now)
+	default:
 		r.foreign(st, "hash", size)
-		return
 	}
-	if page.Cursor != 0 {
-		st.omit("holders", size-int64(len(fields)))
-	}
-	r.lock(st, fields, now)
 }
 
 // pairs turns HSCAN's field, value, field, value... into a map.
@@ -333,7 +354,8 @@ func lockFields(fields map[string]string) bool {
 			}
 			continue
 		}
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil || !strings.Contains(k, ":") {
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil || !strings.Contains(k, ":") ||
+			strings.HasSuffix(k, groupExpire) || strings.HasSuffix(k, groupCount) {
 			return false
 		}
 	}
@@ -355,39 +377,59 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	timeoutKey := r.names.Prefixed("redisson_lock_timeout", name)
 	tokenKey := r.names.Prefixed("redisson_lock_token", name)
 	waitersKey := r.names.Prefixed("redisync_lock_waiters", name)
+	owners := sortedKeys(fields)
 	var q batch
 	queueLen := q.add(rdb.B().Llen().Key(queueKey).Build())
 	queue := q.add(rdb.B().Lrange().Key(queueKey).Start(0).Stop(maxShown - 1).Build())
 	timeouts := q.add(rdb.B().Zcard().Key(timeoutKey).Build())
 	token := q.add(getNumber(rdb, tokenKey))
-	waiters := q.add(rdb.B().Zcard().Key(waitersKey).Build())
-	records := q.add(firstOf(rdb, waitersKey, maxShown))
+	waiters := q.add(rdb.B().Zcount().Key(waitersKey).Min(liveFrom(r.nowUs)).Max("+inf").Build())
+	records := q.add(liveRecords(rdb, waitersKey, r.nowUs))
+	marks := -1
+	if len(owners) > 0 {
+		// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
+		marks = q.add(rdb.B().Hmget().Key(r.names.Prefixed("redisync_fair_waiters", name)).Field(owners...).Build())
+	}
 	exp := -1
 	if fields == nil {
 		exp = r.addExpirable(&q, name, now)
 	}
 	q.send(r)
-	for _, owner := range sortedKeys(fields) {
+	holders := make(map[string]bool, len(owners))
+	for _, owner := range owners {
 		count, _ := strconv.ParseInt(fields[owner], 10, 64)
 		st.Holders = append(st.Holders, holderState{Owner: owner, Count: count})
+		holders[owner] = true
 	}
 	if n, ok := number(q.str(token)); r.found(st, tokenKey, ok) {
 		st.FencingToken = &n
 	}
-	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), now, recordOwner)
+	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), func(m string) (waiter, bool) {
+		owner := recordOwner(m)
+		return waiter{Owner: owner}, !turnMarker(m) && !holders[owner]
+	})
 	fair := r.found(st, queueKey, q.int(queueLen) > 0)
 	fair = r.found(st, timeoutKey, q.int(timeouts) > 0) || fair
+	if marks >= 0 && !fair {
+		recs, _ := q.res[marks].AsStrSlice()
+		fair = slices.ContainsFunc(recs, fairGrant)
+	}
 	switch {
 	case fair:
 		st.Kind = "fair lock"
-		owners, _ := q.res[queue].AsStrSlice()
-		st.omit("queue", q.int(queueLen)-int64(len(owners)))
+		inLine, _ := q.res[queue].AsStrSlice()
+		left := q.int(queueLen) - int64(len(inLine))
 		var d batch
-		for _, owner := range owners {
-			d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
+		var waiting []string
+		for _, owner := range inLine {
+			if !holders[owner] { // a holder is in line only for a moment, and waits for nobody
+				waiting = append(waiting, owner)
+				d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
+			}
 		}
+		st.omit("queue", left)
 		d.send(r)
-		for i, owner := range owners {
+		for i, owner := range waiting {
 			w := waiter{Owner: owner}
 			if score, err := d.res[i].AsFloat64(); err == nil {
 				in := int64(score) - now
@@ -402,20 +444,55 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	}
 }
 
-// waiters adds the waiters that recorded themselves to st (a lock's, a semaphore's): n in all, the
-// first of them in records, named by who. The records that mark a Java waiter's turn ("~owed",
-// "~java": see rlock_wake.lua) are no waiters.
-func (r *reader) waiters(st *state, key string, n int64, records []rueidis.ZScore, now int64, who func(string) string) {
+// liveRecords reads the first waiter records of key whose time (microseconds) is ahead of nowUs,
+// soonest first, with their scores.
+func liveRecords(rdb rueidis.Client, key string, nowUs int64) rueidis.Completed {
+	return rdb.B().Zrangebyscore().Key(key).Min(liveFrom(nowUs)).Max("+inf").Withscores().Limit(0, maxShown).Build()
+}
+
+// waiters adds to st the waiters among records, the first of the n records of key whose time is
+// ahead (scored in microseconds: by when the waiter will have tried again). waiter names a record's
+// waiter, and reports whether it is one.
+func (r *reader) waiters(st *state, key string, n int64, records []rueidis.ZScore, waiter func(string) (waiter, bool)) {
 	for _, z := range records {
-		if strings.HasPrefix(z.Member, "~") {
+		w, ok := waiter(z.Member)
+		if !ok {
 			n--
 			continue
 		}
-		in := int64(z.Score)/1000 - now // scored in microseconds: by when it will have tried again
-		st.Waiters = append(st.Waiters, waiter{Owner: who(z.Member), Deadline: &in})
+		in := (int64(z.Score) - r.nowUs) / 1000
+		w.Deadline = &in
+		st.Waiters = append(st.Waiters, w)
 	}
-	r.found(st, key, n > 0)
+	r.found(st, key, len(st.Waiters) > 0)
 	st.omit("waiters", n-int64(len(st.Waiters)))
+}
+
+// group reads a group lock whose hash holds fields (more: it has more than were read): the values
+// held, by owner. A value whose owner's lease has ended is held by nobody.
+func (r *reader) group(st *state, fields map[string]string, more bool, now int64) {
+	st.Kind = "group lock"
+	byOwner := map[string]int{}
+	for _, g := range groupHolds(fields, now) {
+		i, ok := byOwner[g.owner]
+		if !ok {
+			i = len(st.Holders)
+			byOwner[g.owner] = i
+			st.Holders = append(st.Holders, holderState{Owner: g.owner})
+		}
+		h := &st.Holders[i]
+		h.Count = max(h.Count, g.count)
+		h.Values = append(h.Values, groupValue{Field: g.field, Count: g.count, ExpiresMs: g.expires - now})
+	}
+	slices.SortFunc(st.Holders, func(a, b holderState) int { return strings.Compare(a.Owner, b.Owner) })
+	for _, h := range st.Holders {
+		slices.SortFunc(h.Values, func(a, b groupValue) int { return strings.Compare(a.Field, b.Field) })
+	}
+	if more {
+		st.omit("values", 1) // at least: the hash was not read to its end
+	}
+	subs := r.subscribers(r.names.Prefixed("redisson_lock__channel", st.Name))
+	st.Subscribers = &subs[0]
 }
 
 // rwlock reads a read-write lock's holders, their read leases, and the writers waiting.
@@ -467,14 +544,17 @@ func (r *reader) counter(st *state, now int64) {
 	waitersKey := r.names.Prefixed("redisync_semaphore_waiters", st.Name)
 	var q batch
 	exp := r.addExpirable(&q, st.Name, now)
-	waiters := q.add(rdb.B().Zcard().Key(waitersKey).Build())
-	records := q.add(firstOf(rdb, waitersKey, maxShown))
+	waiters := q.add(rdb.B().Zcount().Key(waitersKey).Min(liveFrom(r.nowUs)).Max("+inf").Build())
+	records := q.add(liveRecords(rdb, waitersKey, r.nowUs))
 	q.send(r)
 	if q.int(exp) > 0 {
 		r.expirable(st, &q, exp, n, now)
 		return
 	}
-	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), now, func(m string) string { return m })
+	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), func(m string) (waiter, bool) {
+		who, permits := semaphoreRecord(m)
+		return waiter{Owner: who, Permits: permits}, true
+	})
 	subs := r.subscribers(r.names.Prefixed("redisson_sc", st.Name),
 		r.names.Braced("redisson_countdownlatch__channel__", st.Name, "redisson_countdownlatch__channel_"))
 	sem, latch := subs[0] > 0 || len(st.Waiters) > 0, subs[1] > 0
@@ -588,7 +668,11 @@ func (st *state) print(w io.Writer) {
 				role = "writer"
 			}
 		}
-		fmt.Fprintf(w, "  %s %s  count %d", role, escape(h.Owner), h.Count)
+		if h.Values != nil {
+			fmt.Fprintf(w, "  %s %s  values %d", role, escape(h.Owner), len(h.Values))
+		} else {
+			fmt.Fprintf(w, "  %s %s  count %d", role, escape(h.Owner), h.Count)
+		}
 		if len(h.Leases) > 0 {
 			leases := make([]string, len(h.Leases))
 			for i, ms := range h.Leases {
@@ -600,8 +684,14 @@ func (st *state) print(w io.Writer) {
 			fmt.Fprintf(w, "  %s", escape(h.Who.String()))
 		}
 		fmt.Fprintln(w)
+		for _, v := range h.Values {
+			fmt.Fprintf(w, "    value %s  count %d  expires in %v\n", escape(v.Field), v.Count, ms(v.ExpiresMs))
+		}
 	}
 	st.more(w, "holders")
+	if st.Omitted["values"] > 0 {
+		fmt.Fprintln(w, "    ... and more values (the group's hash was not read to its end)")
+	}
 	if len(st.WaitingWriters) > 0 {
 		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", int64(len(st.WaitingWriters))+st.Omitted["waiting_writers"])
 		for _, q := range st.WaitingWriters {
@@ -612,11 +702,11 @@ func (st *state) print(w io.Writer) {
 	if len(st.Waiters) > 0 {
 		fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
 		for _, q := range st.Waiters {
-			if *q.Deadline < 0 {
-				fmt.Fprintf(w, "    %s  record lapsed %v ago: the waiter has gone\n", escape(q.Owner), ms(-*q.Deadline))
-			} else {
-				fmt.Fprintf(w, "    %s  tries again within %v\n", escape(q.Owner), ms(*q.Deadline))
+			fmt.Fprintf(w, "    %s", escape(q.Owner))
+			if q.Permits > 0 {
+				fmt.Fprintf(w, "  wants %d", q.Permits)
 			}
+			fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
 		}
 		st.more(w, "waiters")
 	}

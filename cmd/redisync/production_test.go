@@ -333,8 +333,16 @@ func boundedCommand(args []string) bool {
 	small := func(s string) bool { n, err := strconv.Atoi(s); return err == nil && n <= 1000 }
 	switch strings.ToUpper(args[0]) {
 	case "PING", "HELLO", "TIME", "CLUSTER", "TYPE", "PTTL", "TTL", "EXISTS", "LLEN", "HLEN", "ZCARD",
-		"SCARD", "STRLEN", "GET", "GETRANGE", "HGET", "HMGET", "ZSCORE", "PUBSUB", "CONFIG", "SLOWLOG", "INFO":
+		"SCARD", "STRLEN", "GET", "GETRANGE", "HGET", "HMGET", "ZSCORE", "PUBSUB", "CONFIG", "SLOWLOG", "INFO",
+		"ZCOUNT": // O(log N)
 		return true
+	case "ZRANGEBYSCORE": // O(log N) and the entries asked for
+		for i := 1; i+2 < len(args); i++ {
+			if strings.EqualFold(args[i], "LIMIT") {
+				return small(args[i+2])
+			}
+		}
+		return false
 	case "SCAN", "HSCAN", "SSCAN", "ZSCAN":
 		for i := 1; i+1 < len(args); i++ {
 			if strings.EqualFold(args[i], "COUNT") {
