@@ -120,11 +120,13 @@ func leadingFlags(args []string, stdout, stderr io.Writer) (lead, rest []string,
 	fs.Usage = func() {}
 	var conn connFlags
 	conn.register(fs)
+	var out outFlags
+	out.register(fs)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
 		return nil, nil, exitOK
 	} else if err != nil {
-		fmt.Fprintf(stderr, "Before the subcommand, only connection flags go (see 'redisync --help').\n")
+		fmt.Fprintf(stderr, "Before the subcommand, only connection flags, -q and -v go (see 'redisync --help').\n")
 		return nil, nil, exitUsage
 	}
 	rest = fs.Args()

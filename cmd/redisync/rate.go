@@ -97,7 +97,7 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	var w waitFlags
 	var conn connFlags
 	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet; with --update, its new rate (required)")
-	w.register(cmd)
+	w.register(cmd, "a permit")
 	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter, or --update: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays;\nwith --update, it keeps its own)")
 	update := cmd.fs.Bool("update", false, "change the rate of the existing limiter NAME to --rate in place, keeping the grants in its window;\nno COMMAND")
 	conn.register(cmd.fs)
@@ -151,7 +151,7 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 		return context.Background(), l.TryAcquire(ctx, 1, wait)
 	}
 	h := holder{what: "permit", name: name, acquire: take, release: func(context.Context) error { return nil }}
-	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, notAcquired: w.conflict}
+	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, waits: &w}
 	return runHeld(cmd, c, h, o, argv)
 }
 
@@ -172,7 +172,7 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 		return cmd.usageError("empty NAME")
 	case rate.n == 0:
 		return cmd.usageError("--rate is required")
-	case set["wait"] || set["w"] || set["n"] || set["nonblock"] || set["E"] || set["conflict-exit-code"]:
+	case (&waitFlags{}).given(cmd):
 		return cmd.usageError("--wait, -n and -E go with acquiring a permit, not with --update")
 	case set["keep-alive"] && keepAlive != 0 && keepAlive < rate.interval:
 		return cmd.usageError("--keep-alive %v is shorter than the interval %v", keepAlive, rate.interval)

@@ -36,7 +36,7 @@ Examples:
 func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("semaphore", semaphoreHeader, semaphoreFooter, stdout, stderr)
 	var f lockFlags
-	f.register(cmd, "the permit expires after `DURATION` and COMMAND is stopped (default: renewed while COMMAND runs)")
+	f.register(cmd, "acquiring", "the permit expires after `DURATION` and COMMAND is stopped (default: renewed while COMMAND runs)")
 	permits := cmd.fs.Int64("permits", 0, "`N` permits in all, set when the semaphore does not exist yet (required)")
 	name, argv, code := f.parseHeld(cmd, args)
 	if code >= 0 {
