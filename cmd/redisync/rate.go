@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -22,7 +21,8 @@ Takes one permit of the rate limiter NAME, waiting until the limiter has one, th
 all the processes that run 'redisync rate NAME' against the same Redis, at most N start their
 COMMAND in any INTERVAL (a sliding window, kept by the Redis server's clock). The limiter is
 Redisson's RRateLimiter (getRateLimiter("NAME")), so Java services draw from the same rate. --rate
-sets the rate when the limiter has none; an existing one keeps its own.
+sets the rate when the limiter has none; an existing one keeps its own, and the tool says so when
+that is not N/INTERVAL (--update changes it).
 
 The permit is not held: COMMAND runs as long as it takes, and how many run at once is not bounded
 (combine with 'redisync semaphore' for that). Signals and process group are those of 'redisync lock'.
@@ -136,7 +136,14 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := ratelimit.Config{Rate: rate.n, Interval: rate.interval, KeepAlive: *keepAlive}
 	ctx, cancel := w.before(start)
-	_, err = l.TrySetRate(ctx, cfg)
+	set, err := l.TrySetRate(ctx, cfg)
+	if err == nil && !set {
+		// An existing limiter keeps its rate: say so when it is not the one asked for.
+		if cur, err := l.Config(ctx); err == nil && (cur.Rate != rate.n || cur.Interval != rate.interval) {
+			cmd.say("%q has a rate of %d per %v, not the %v of --rate, which sets it only when the limiter has none ('redisync rate --update --rate %v %s' changes it)",
+				name, cur.Rate, cur.Interval, &rate, &rate, name)
+		}
+	}
 	cancel()
 	switch {
 	case errors.Is(err, redisync.ErrInvalidArgument):
@@ -159,8 +166,7 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 // type and, without --keep-alive, its keep-alive. An Overall limiter keeps its window (KeepState); a
 // PerClient one is updated without, so that the tool, which has no window of its own, makes none.
 func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration) int {
-	set := map[string]bool{}
-	cmd.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := visited(cmd)
 	switch {
 	case command:
 		return cmd.usageError("--update runs no COMMAND")
