@@ -93,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdList(rest, stdout, stderr)
 	case "rate":
 		return cmdRate(rest, stdout, stderr)
+	case "unlock":
+		return cmdUnlock(rest, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "redisync", version())
 		return exitOK

@@ -232,8 +232,10 @@ func TestExitCodes(t *testing.T) {
 		{"rate", "--rate", "1/s", "NAME", "--", "true"},
 		{"latch", "NAME", "countdown"},
 		{"latch", "NAME", "await", "--wait", "1s"},
+		{"semaphore", "--update", "--add-permits", "1", "NAME"},
 		{"inspect", "NAME"},
 		{"list", "NAME"},
+		{"unlock", "--force", "NAME"},
 		{"demo", "--addr", "ADDR", "--buyers", "2", "--stock", "1", "--clients", "1"},
 	}
 	for _, tc := range []struct {

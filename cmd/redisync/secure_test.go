@@ -131,6 +131,8 @@ func TestSecureServer(t *testing.T) {
 		append(append([]string{"lock", "--write"}, tlsFlags...), "app:rw", "--", "true"),
 		append(append([]string{"lock", "--fencing"}, tlsFlags...), "app:fenced", "--", "true"),
 		append(append([]string{"semaphore", "--permits", "2"}, tlsFlags...), "app:sem", "--", "true"),
+		append(append([]string{"semaphore", "--update", "--add-permits", "1"}, tlsFlags...), "app:sem"),
+		append(append([]string{"unlock", "--force"}, tlsFlags...), "app:job"),
 		append(append([]string{"latch"}, tlsFlags...), "app:latch", "set", "1"),
 		append(append([]string{"latch"}, tlsFlags...), "app:latch", "countdown"),
 		append(append([]string{"latch", "--wait", "5s"}, tlsFlags...), "app:latch", "await"),
