@@ -96,7 +96,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "unlock":
 		return cmdUnlock(rest, stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, "redisync", version())
+		switch {
+		case len(args) == 2 && strings.TrimLeft(args[1], "-") == "json":
+			printJSON(stdout, struct {
+				Version string `json:"version"`
+			}{version()})
+		case len(args) > 1:
+			fmt.Fprintf(stderr, "redisync version: unexpected argument %q (it takes --json)\n", args[1])
+			return exitUsage
+		default:
+			fmt.Fprintln(stdout, "redisync", version())
+		}
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

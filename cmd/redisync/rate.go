@@ -15,7 +15,7 @@ import (
 )
 
 const rateHeader = `Usage: redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
-       redisync rate --update --rate N/INTERVAL [--keep-alive DURATION] NAME
+       redisync rate --update --rate N/INTERVAL [--keep-alive DURATION] [--json] NAME
 
 Takes one permit of the rate limiter NAME, waiting until the limiter has one, then runs COMMAND: of
 all the processes that run 'redisync rate NAME' against the same Redis, at most N start their
@@ -99,6 +99,7 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet; with --update, its new rate (required)")
 	w.register(cmd, "a permit")
 	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter, or --update: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays;\nwith --update, it keeps its own)")
+	asJSON := cmd.fs.Bool("json", false, "with --update: print {\"name\", \"type\", \"rate\", \"interval_ms\", \"keep_alive_ms\", \"available\"}")
 	update := cmd.fs.Bool("update", false, "change the rate of the existing limiter NAME to --rate in place, keeping the grants in its window;\nno COMMAND")
 	conn.register(cmd.fs)
 	pos, tail, hasTail, code := cmd.parse(args, 1)
@@ -113,7 +114,10 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 			}
 			pos = append(pos, more...)
 		}
-		return rateUpdate(cmd, &conn, pos, hasTail || len(tail) > 0, rate, *keepAlive)
+		return rateUpdate(cmd, &conn, pos, hasTail || len(tail) > 0, rate, *keepAlive, *asJSON)
+	}
+	if *asJSON {
+		return cmd.usageError("--json goes with --update: a run prints nothing of its own")
 	}
 	name, argv, code := heldArgs(cmd, pos, tail, &w)
 	switch {
@@ -165,7 +169,7 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 // rateUpdate changes the rate of the limiter pos[0] in place (--update), keeping its window, its
 // type and, without --keep-alive, its keep-alive. An Overall limiter keeps its window (KeepState); a
 // PerClient one is updated without, so that the tool, which has no window of its own, makes none.
-func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration) int {
+func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration, asJSON bool) int {
 	set := visited(cmd)
 	switch {
 	case command:
@@ -201,7 +205,7 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	ctx, cancel := w.before(start)
 	defer cancel()
 	unset := func() int {
-		fmt.Fprintf(cmd.stderr, "redisync rate: %q has no rate; nothing was changed (a run with --rate and COMMAND sets one)\n", name)
+		cmd.say("%q has no rate; nothing was changed (a run with --rate and COMMAND sets one)", name)
 		return exitFailure
 	}
 	cur, err := l.Config(ctx)
@@ -228,11 +232,26 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	case !ok:
 		return unset()
 	}
-	fmt.Fprintf(cmd.stdout, "%s: %d per %v (%s)", name, cfg.Rate, cfg.Interval, cfg.Type)
+	var left *int64
 	if cfg.Type == ratelimit.Overall {
 		if n, err := l.Available(ctx); err == nil {
-			fmt.Fprintf(cmd.stdout, ", %d permits left", n)
+			left = &n
 		}
+	}
+	if asJSON {
+		printJSON(cmd.stdout, struct {
+			Name        string `json:"name"`
+			Type        string `json:"type"`
+			Rate        int64  `json:"rate"`
+			IntervalMs  int64  `json:"interval_ms"`
+			KeepAliveMs int64  `json:"keep_alive_ms,omitempty"`
+			Available   *int64 `json:"available,omitempty"` // an overall limiter's permits left
+		}{name, cfg.Type.String(), cfg.Rate, cfg.Interval.Milliseconds(), cfg.KeepAlive.Milliseconds(), left})
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "%s: %d per %v (%s)", name, cfg.Rate, cfg.Interval, cfg.Type)
+	if left != nil {
+		fmt.Fprintf(cmd.stdout, ", %d permits left", *left)
 	}
 	fmt.Fprintln(cmd.stdout)
 	return exitOK
