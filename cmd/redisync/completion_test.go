@@ -150,3 +150,27 @@ func TestCompletionUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsCoverEveryFlag: docs/cli.md has a section for every subcommand and names every flag each
+// one takes, so that the page cannot drift from the tool.
+func TestDocsCoverEveryFlag(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, sub := range subcommands {
+		if sub == "help" {
+			continue
+		}
+		if !strings.Contains(doc, "\n## "+sub) {
+			t.Errorf("docs/cli.md has no section for %s", sub)
+		}
+		flags, _ := flagsOf(sub)
+		for _, f := range flags {
+			if !strings.Contains(doc, "`"+f+"`") && !strings.Contains(doc, "`"+f+" ") {
+				t.Errorf("docs/cli.md does not name %s's flag %s", sub, f)
+			}
+		}
+	}
+}

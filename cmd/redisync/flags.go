@@ -44,7 +44,7 @@ type outFlags struct {
 func (o *outFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.quiet, "quiet", false, "write nothing on stderr but errors: not what the exit status already says (not acquired, a latch still\ncounting down...), nor what the tool waits for, nor warnings")
 	fs.BoolVar(&o.quiet, "q", false, "short for --quiet")
-	fs.BoolVar(&o.verbose, "verbose", false, "also write the library's log records (a hold lost, a renewal failed, a reconnect) on stderr,\nas lines \"redisync COMMAND: library: level=... msg=...\"; without it they are left out")
+	fs.BoolVar(&o.verbose, "verbose", false, "also write the library's log records (a hold lost, a renewal failed, a reconnect) on stderr,\nas lines \"redisync SUBCOMMAND: library: level=... msg=...\"; without it they are left out")
 	fs.BoolVar(&o.verbose, "v", false, "short for --verbose")
 }
 
@@ -194,14 +194,15 @@ type waitFlags struct {
 	conflict int
 }
 
+// register registers the wait flags; what is what is waited for, as a participle: "acquired".
 func (f *waitFlags) register(cmd *command, what string) {
-	waitUsage := "give up with status 75 after `DURATION` (1m30s, or seconds: 90) without " + what + "; 0 tries once (default: wait as long as it takes);\nconnecting counts against it"
+	waitUsage := "give up with status 75 if not " + what + " within `DURATION` (1m30s, or seconds: 90); 0 tries once (default: wait as long as\nit takes); connecting counts against it"
 	cmd.fs.Var(&f.wait, "wait", waitUsage)
-	cmd.fs.Var(&f.wait, "w", "short for --wait")
+	cmd.fs.Var(&f.wait, "w", "short for --wait `DURATION`")
 	cmd.fs.BoolVar(&f.nowait, "n", false, "do not wait: try once (--wait 0)")
 	cmd.fs.BoolVar(&f.nowait, "nonblock", false, "same as -n")
-	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` instead of 75 when not "+what+", quietly with 0 (as cron jobs that skip a run want)")
-	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E")
+	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` instead of 75 when not "+what+"; with 0, quietly (a cron job that skips a run)")
+	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E `STATUS`")
 }
 
 // given reports whether any wait flag was given.

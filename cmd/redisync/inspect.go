@@ -20,18 +20,28 @@ const inspectHeader = `Usage: redisync inspect [--json] [--watch [--interval D]]
 Shows what Redis holds under NAME, read without changing anything: which primitive it is, its
 holders and their hold counts, its TTL, its waiters (a lock's and a semaphore's recorded waiters,
 the fair lock's queue with each waiter's deadline, the read-write lock's waiting writers, the
-processes waiting on a semaphore's or latch's channel), the read-write lock's mode and per-reader
-leases, a semaphore's available permits and the expiry of each acquired permit, a latch's count, a
-rate limiter's rate and permits left. It reads Redisson's layout, so it shows locks taken by Java
-services too.
+processes waiting on a semaphore's, latch's or group lock's channel), the read-write lock's mode and
+per-reader leases, a group lock's values by holder, a semaphore's available permits and the expiry
+of each acquired permit, a latch's count, a rate limiter's rate and permits left. It reads
+Redisson's layout, so it shows locks taken by Java services too.
+
+Only live waiters are shown: the records a waiter leaves beside a lock or semaphore also hold what
+is no waiter (the mark of a hand-over to the waiter that now holds, a record whose waiter has gone,
+the turn kept for Java waiters), and those are left out. A holder is never shown as a waiter.
 
 It costs the server little whatever NAME holds: a few round trips of pipelined, bounded reads
-(TYPE, PTTL, TIME, HLEN, HSCAN, HMGET, GETRANGE, LLEN, LRANGE, ZCARD, ZCOUNT, ZRANGE, ZSCORE,
-PUBSUB NUMSUB, and for other keys their length), never a whole value: of long lists, at most 100
-entries are read, and the rest counted.
+(TYPE, PTTL, TIME, HLEN, HSCAN, HMGET, GETRANGE, LLEN, LRANGE, ZCARD, ZCOUNT, ZRANGE,
+ZRANGEBYSCORE, ZSCORE, PUBSUB NUMSUB, and for other keys their length), never a whole value: of
+long lists, at most 100 entries are read, and the rest counted.
 
 Owners read "<client id>:<owner id>": the client id is a redisync Client's (or a Redisson
-instance's) UUID, the owner id its context owner (Redisson: the thread id).
+instance's) UUID, the owner id its context owner (Redisson: the thread id). A semaphore's waiter
+reads "<client id>:<attempt>". A group lock's values read as their fields in the group's hash,
+Redisson's hash of each value (multilock.GroupField).
+
+Durations are relative to the server's clock. They are never negative but for a fair lock's queue,
+where a waiter past its deadline keeps its place until the next try drops it, and a permit that
+expired and is not yet back in the pool.
 
 Some states look alike in Redis: a fair lock with nobody in line looks like a lock, and a semaphore
 and a countdown latch are both a number under NAME. When nobody waits on the number, inspect cannot
@@ -134,7 +144,7 @@ const neverExpires = 922337203685477
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("inspect", inspectHeader, inspectFooter, stdout, stderr)
 	asJSON := cmd.fs.Bool("json", false, "print JSON (times in milliseconds, relative to the server's clock)")
-	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, queue, counts or the fencing token change (one JSON object a line with --json)")
+	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, waiters,\nqueue, counts or the fencing token change, not when times only count down (one JSON object a line with --json)")
 	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads, at least "+minInterval.String())
 	var conn connFlags
 	conn.register(cmd.fs)

@@ -43,7 +43,7 @@ Examples:
 func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("latch", latchHeader, latchFooter, stdout, stderr)
 	var w waitFlags
-	w.register(cmd, "opening (await)")
+	w.register(cmd, "open (await)")
 	asJSON := cmd.fs.Bool("json", false, "count: print {\"name\": NAME, \"count\": N}")
 	var conn connFlags
 	conn.register(cmd.fs)

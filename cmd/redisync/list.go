@@ -36,6 +36,8 @@ An object is recognised by its layout, not by its name:
   read-write lock  such a hash with a "mode" field of "read" or "write" (writer fields end in ":write")
   fair lock        a lock with its queue (redisson_lock_queue:{NAME}, a list) or timeouts
                    (redisson_lock_timeout:{NAME}, a sorted set); listed from its queue even while free
+  group lock       a hash of a group's values (multilock.Group): "<value>" = its owner, with the fields
+                   "<value>:<owner>:expire_time" and "<value>:<owner>:lock_count"
   rate limiter     a hash with Redisson's "rate", "interval" and "type" fields
   permit-expirable semaphore
                    a sorted set {NAME}:timeout of permit ids (16 bytes) beside an absent or numeric NAME
@@ -46,10 +48,13 @@ A semaphore or a latch that nobody waits for is a bare number, which cannot be t
 application's counter: it is left out ('redisync inspect NAME' reads it). So are free locks, which
 Redis does not store, and every key of another layout.
 
-HOLDERS counts a lock's owners, or a permit-expirable semaphore's acquired permits. WAITERS counts
-what Redis records of waiters: a lock's waiter records (redisync waiters; they lapse by themselves),
-a fair lock's queue, a read-write lock's announced writers, a semaphore's waiter records; "-" where
-Redis records none. TTL is the main key's ("-" when it has no expiry or does not exist).
+HOLDERS counts a lock's owners (a group lock's: those whose lease has not ended), or a
+permit-expirable semaphore's acquired permits. WAITERS counts the live waiters Redis records: a
+lock's waiter records (redisync waiters) whose time is ahead, not the marks of hand-overs, the
+records of waiters that have gone, or the holders', a fair lock's queue before its deadlines, a
+read-write lock's announced writers, a semaphore's waiter records; "-" where Redis records none (a
+group lock's waiters are only subscribers). TTL is the main key's ("-" when it has no expiry or
+does not exist).
 `
 
 const listFooter = `

@@ -56,7 +56,7 @@ Exit status:
   64              bad flags or arguments
   65              NAME holds data of another kind (WRONGTYPE, not a number); COMMAND did not run
   69              Redis unreachable or failing; COMMAND did not run
-  77              Redis refused: NOPERM (see the README's ACL), wrong user or password
+  77              Redis refused: NOPERM (see docs/cli.md's minimal ACL), wrong user or password
   126, 127        COMMAND cannot be run, or was not found
   128+n           signal n arrived while waiting; COMMAND did not run
 `
@@ -140,7 +140,7 @@ func heldArgs(cmd *command, pos, tail []string, f *waitFlags) (name string, argv
 func cmdLock(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("lock", lockHeader, lockFooter, stdout, stderr)
 	var f lockFlags
-	f.register(cmd, "acquiring", "hold the lock for at most `DURATION`, without renewal; COMMAND is stopped when it ends (default: renewed while COMMAND runs)")
+	f.register(cmd, "acquired", "hold the lock for at most `DURATION`, without renewal; COMMAND is stopped when it ends (default: renewed while COMMAND runs)")
 	fair := cmd.fs.Bool("fair", false, "a fair lock (Redisson's getFairLock): waiters get it in the order they came")
 	read := cmd.fs.Bool("read", false, "the read side of the read-write lock NAME (Redisson's getReadWriteLock): readers share it")
 	write := cmd.fs.Bool("write", false, "the write side of the read-write lock NAME: one writer, and no reader")

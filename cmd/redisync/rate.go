@@ -46,7 +46,7 @@ Exit status:
   64              bad flags or arguments
   65              NAME holds data of another kind (not a rate limiter); COMMAND did not run
   69              Redis unreachable or failing; COMMAND did not run
-  77              Redis refused: NOPERM (see the README's ACL), wrong user or password
+  77              Redis refused: NOPERM (see docs/cli.md's minimal ACL), wrong user or password
   126, 127        COMMAND cannot be run, or was not found
   128+n           signal n arrived while waiting; COMMAND did not run
 
@@ -97,7 +97,7 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	var w waitFlags
 	var conn connFlags
 	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet; with --update, its new rate (required)")
-	w.register(cmd, "a permit")
+	w.register(cmd, "granted a permit")
 	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter, or --update: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays;\nwith --update, it keeps its own)")
 	asJSON := cmd.fs.Bool("json", false, "with --update: print {\"name\", \"type\", \"rate\", \"interval_ms\", \"keep_alive_ms\", \"available\"}")
 	update := cmd.fs.Bool("update", false, "change the rate of the existing limiter NAME to --rate in place, keeping the grants in its window;\nno COMMAND")

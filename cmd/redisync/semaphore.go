@@ -49,7 +49,7 @@ Examples:
 func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("semaphore", semaphoreHeader, semaphoreFooter, stdout, stderr)
 	var f lockFlags
-	f.register(cmd, "acquiring", "the permit expires after `DURATION` and COMMAND is stopped (default: renewed while COMMAND runs)")
+	f.register(cmd, "acquired", "the permit expires after `DURATION` and COMMAND is stopped (default: renewed while COMMAND runs)")
 	permits := cmd.fs.Int64("permits", 0, "`N` permits in all, set when the semaphore does not exist yet (required); with --update, its new number")
 	add := cmd.fs.Int64("add-permits", 0, "with --update: add `N` permits (negative: remove them)")
 	update := cmd.fs.Bool("update", false, "change the permits of the existing semaphore NAME in place (--permits or --add-permits); no COMMAND")
