@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +238,63 @@ func TestViewAfterToolHandOver(t *testing.T) {
 		t.Fatalf("%v", second)
 	}
 	look(t, tg, "ho-tool").goldens(t, "handover/tool.released")
+}
+
+// TestViewOfRecords: records of every kind, written by hand as the scripts write them (see
+// records.go), are read as what they are: of a lock's, only the live record of a waiter that does
+// not hold is a waiter; of a semaphore's, only the live records; a fair lock handed over to its
+// holder is a fair lock though nobody is in line.
+func TestViewOfRecords(t *testing.T) {
+	tg := testkit.Standalone(t)
+	rdb := tg.Redis(t)
+	now := serverMicros(rdb.Do(context.Background(), rdb.B().Time().Build()))
+	at := func(d time.Duration) string { return strconv.FormatInt(now+d.Microseconds(), 10) }
+	const (
+		holder = "11111111-1111-1111-1111-111111111111:1"
+		gone   = "22222222-2222-2222-2222-222222222222:5"
+		late   = "33333333-3333-3333-3333-333333333333:9"
+		waits  = "44444444-4444-4444-4444-444444444444:2"
+	)
+	for _, cmd := range [][]string{
+		{"HSET", "rec-lock", holder, "1"},
+		{"PEXPIRE", "rec-lock", "30000"},
+		{"ZADD", "redisync_lock_waiters:{rec-lock}",
+			"-3", holder + ":7:30000:1", // the mark of the hand-over to the holder (token 3)
+			"0", gone + ":3:30000:0", // the mark of a hand-over to an owner that has released since
+			at(-time.Second), late + ":1:30000:0", // a waiter that has gone
+			at(5 * time.Second), "~java", // the turn kept for Java waiters
+			at(time.Minute), "~owed",
+			at(9 * time.Second), holder + ":8:30000:0", // the holder's own record
+			at(8 * time.Second), waits + ":1:30000:0"}, // a waiter
+		{"SET", "rec-sem", "0"},
+		{"ZADD", "redisync_semaphore_waiters:{rec-sem}",
+			at(-time.Second), "33333333-3333-3333-3333-333333333333:1:2",
+			at(8 * time.Second), "44444444-4444-4444-4444-444444444444:3:1"},
+		{"HSET", "redisync_semaphore_grants:{rec-sem}", "22222222-2222-2222-2222-222222222222:4:1", at(-time.Second)},
+		{"HSET", "rec-fair", holder, "1"},
+		{"PEXPIRE", "rec-fair", "30000"},
+		{"HSET", "redisync_fair_waiters:{rec-fair}", holder, "-4 t1", gone, at(-time.Second) + " t2 30000 0"},
+	} {
+		testkit.Do(t, rdb, cmd...)
+	}
+	t.Cleanup(func() {
+		testkit.Do(t, rdb, "DEL", "rec-lock", "redisync_lock_waiters:{rec-lock}", "rec-sem", "redisync_semaphore_waiters:{rec-sem}",
+			"redisync_semaphore_grants:{rec-sem}", "rec-fair", "redisync_fair_waiters:{rec-fair}")
+	})
+
+	v := look(t, tg, "rec-lock")
+	if len(v.st.Waiters) != 1 || v.st.Waiters[0].Owner != waits || !within(v.st.Waiters[0].Deadline, 7*time.Second, 8*time.Second) {
+		t.Errorf("lock: waiters %+v, want %s alone, within 8s", v.st.Waiters, waits)
+	}
+	v.goldens(t, "records/lock")
+	v = look(t, tg, "rec-sem")
+	if v.st.Kind != "semaphore" || len(v.st.Waiters) != 1 || v.st.Waiters[0].Owner != "44444444-4444-4444-4444-444444444444:3" || v.st.Waiters[0].Permits != 1 {
+		t.Errorf("semaphore: %+v, want one waiter for 1 permit", v.st)
+	}
+	v.goldens(t, "records/semaphore")
+	v = look(t, tg, "rec-fair")
+	if v.st.Kind != "fair lock" || len(v.st.Queue) != 0 {
+		t.Errorf("fair lock: %+v, want a fair lock with nobody in line", v.st)
+	}
+	v.goldens(t, "records/fair")
 }

@@ -534,13 +534,20 @@ func (r *reader) rwlock(st *state, fields map[string]string, now int64) {
 			st.Holders[i].Leases = append(st.Holders[i].Leases, q.int(j))
 		}
 	}
-	// Lapsed announcements are left out: the next reader drops them.
+	// Lapsed announcements are left out: the next reader drops them; so is a holder's, for a moment
+	// the writer's own.
+	n := q.int(writers)
 	for _, z := range q.zset(announced) {
+		owner := strings.TrimSuffix(z.Member, ":write")
+		if slices.ContainsFunc(st.Holders, func(h holderState) bool { return h.Owner == owner }) {
+			n--
+			continue
+		}
 		in := int64(z.Score) - now
-		st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: strings.TrimSuffix(z.Member, ":write"), Deadline: &in})
+		st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: owner, Deadline: &in})
 	}
-	r.found(st, writersKey, q.int(writers) > 0)
-	st.omit("waiting_writers", q.int(writers)-int64(len(st.WaitingWriters)))
+	r.found(st, writersKey, n > 0)
+	st.omit("waiting_writers", n-int64(len(st.WaitingWriters)))
 }
 
 // counter reads a semaphore or a latch: a number under the name.
@@ -713,8 +720,11 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
 		for _, q := range st.Waiters {
 			fmt.Fprintf(w, "    %s", escape(q.Owner))
-			if q.Permits > 0 {
-				fmt.Fprintf(w, "  wants %d", q.Permits)
+			switch {
+			case q.Permits == 1:
+				fmt.Fprint(w, "  wants 1 permit")
+			case q.Permits > 1:
+				fmt.Fprintf(w, "  wants %d permits", q.Permits)
 			}
 			fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
 		}
@@ -724,7 +734,17 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
 	}
 	if st.Kind == "fair lock" {
-		fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
+		late := 0
+		for _, q := range st.Queue {
+			if q.Deadline != nil && *q.Deadline < 0 {
+				late++
+			}
+		}
+		if late == 0 {
+			fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
+		} else {
+			fmt.Fprintf(w, "  queue: %d in line, %d of them past their deadline\n", int64(len(st.Queue))+st.Omitted["queue"], late)
+		}
 		for i, q := range st.Queue {
 			fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
 			switch {
