@@ -298,3 +298,33 @@ func TestViewOfRecords(t *testing.T) {
 	}
 	v.goldens(t, "records/fair")
 }
+
+// TestViewOfBigGroup: a group lock of more values than inspect reads shows those it read and says
+// about how many it did not; list counts its holders.
+func TestViewOfBigGroup(t *testing.T) {
+	tg := testkit.Standalone(t)
+	values := make([]string, 500)
+	for i := range values {
+		values[i] = "v" + strconv.Itoa(i)
+	}
+	c := tg.Client(t)
+	g := must(multilock.NewGroup(c, "big-group", values))
+	held := must(g.Lock(context.Background()))
+	defer g.Unlock(held)
+	st, text := inspectJSON(t, tg, "big-group")
+	if st.Kind != "group lock" || len(st.Holders) != 1 || st.Holders[0].Owner != owner(c, held) {
+		t.Fatalf("%+v", st)
+	}
+	read, more := len(st.Holders[0].Values), st.Omitted["values"]
+	if read == 0 || int64(read)+more < 499 || int64(read)+more > 501 {
+		t.Errorf("%d values read, about %d not: want 500 in all", read, more)
+	}
+	if more > 0 && !strings.Contains(text, "more values, held or not (not read)") {
+		t.Errorf("text:\n%s", text)
+	}
+	row := listJSON(t, tg.Addrs[0], "big-group")["big-group"]
+	if row.Kind != "group lock" || row.Holders == nil || *row.Holders != 1 || !strings.HasSuffix(row.Detail, "values held") {
+		t.Errorf("list: %+v", row)
+	}
+	t.Logf("%d values read, about %d not; list: %s", read, more, row.Detail)
+}

@@ -95,7 +95,7 @@ type state struct {
 	Subscribers *int64   `json:"subscribers,omitempty"`
 	Keys        []string `json:"keys"` // the keys that were found
 	// Omitted: how many holders, queue, waiters, waiting_writers or permits there are beyond those
-	// shown (at most 100 of each are read).
+	// shown (at most 100 of each are read), and about how many values of a group lock were not read.
 	Omitted map[string]int64 `json:"omitted,omitempty"`
 
 	RateLimiter *rateState `json:"rate_limiter,omitempty"` // a rate limiter's rate and window
@@ -334,7 +334,7 @@ func (r *reader) hash(st *state, now int64) {
 	}
 	switch {
 	case groupFields(fields):
-		r.group(st, fields, page.Cursor != 0, now)
+		r.group(st, fields, size, now)
 	case lockFields(fields):
 		if page.Cursor != 0 {
 			st.omit("holders", size-int64(len(fields)))
@@ -478,12 +478,13 @@ func (r *reader) waiters(st *state, key string, n int64, records []rueidis.ZScor
 	st.omit("waiters", n-int64(len(st.Waiters)))
 }
 
-// group reads a group lock whose hash holds fields (more: it has more than were read): the values
-// held, by owner. A value whose owner's lease has ended is held by nobody.
-func (r *reader) group(st *state, fields map[string]string, more bool, now int64) {
+// group reads a group lock whose hash holds fields, of size in all: the values held, by owner. A
+// value whose owner's lease has ended is held by nobody.
+func (r *reader) group(st *state, fields map[string]string, size, now int64) {
 	st.Kind = "group lock"
 	byOwner := map[string]int{}
-	for _, g := range groupHolds(fields, now) {
+	held, read := groupHolds(fields, now)
+	for _, g := range held {
 		i, ok := byOwner[g.owner]
 		if !ok {
 			i = len(st.Holders)
@@ -498,9 +499,7 @@ func (r *reader) group(st *state, fields map[string]string, more bool, now int64
 	for _, h := range st.Holders {
 		slices.SortFunc(h.Values, func(a, b groupValue) int { return strings.Compare(a.Field, b.Field) })
 	}
-	if more {
-		st.omit("values", 1) // at least: the hash was not read to its end
-	}
+	st.omit("values", size/3-int64(read)) // three fields a value
 	subs := r.subscribers(r.names.Prefixed("redisson_lock__channel", st.Name))
 	st.Subscribers = &subs[0]
 }
@@ -706,8 +705,8 @@ func (st *state) print(w io.Writer) {
 		}
 	}
 	st.more(w, "holders")
-	if st.Omitted["values"] > 0 {
-		fmt.Fprintln(w, "    ... and more values (the group's hash was not read to its end)")
+	if n := st.Omitted["values"]; n > 0 {
+		fmt.Fprintf(w, "    ... and about %d more values, held or not (not read)\n", n)
 	}
 	if len(st.WaitingWriters) > 0 {
 		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", int64(len(st.WaitingWriters))+st.Omitted["waiting_writers"])

@@ -48,8 +48,9 @@ A semaphore or a latch that nobody waits for is a bare number, which cannot be t
 application's counter: it is left out ('redisync inspect NAME' reads it). So are free locks, which
 Redis does not store, and every key of another layout.
 
-HOLDERS counts a lock's owners (a group lock's: those whose lease has not ended), or a
-permit-expirable semaphore's acquired permits. WAITERS counts the live waiters Redis records: a
+HOLDERS counts a lock's owners (a group lock's: those whose lease has not ended, among the few
+hundred values read of a larger group, which DETAIL then says), or a permit-expirable semaphore's
+acquired permits. WAITERS counts the live waiters Redis records: a
 lock's waiter records (redisync waiters) whose time is ahead, not the marks of hand-overs, the
 records of waiters that have gone, or the holders', a fair lock's queue before its deadlines, a
 read-write lock's announced writers, a semaphore's waiter records; "-" where Redis records none (a
@@ -491,6 +492,7 @@ func (l *lister) read(names []string) ([]listed, error) {
 		case group && o.more:
 			// A group has three fields a value: read those of a few hundred values.
 			w.group = q.add(rdb.B().Hscan().Key(name).Cursor(0).Count(maxGroupFields).Build())
+			w.size = q.add(rdb.B().Hlen().Key(name).Build())
 		case o.more:
 			w.size = q.add(rdb.B().Hlen().Key(name).Build())
 		}
@@ -568,16 +570,16 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 					maps.Copy(fields, o.fields)
 				}
 			}
-			values := groupHolds(fields, l.now)
+			values, _ := groupHolds(fields, l.now)
 			owners := map[string]bool{}
 			for _, v := range values {
 				owners[v.owner] = true
 			}
-			holders, at := len(owners), ""
-			if more {
-				at = "at least "
+			holders := len(owners)
+			out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%d values held", len(values))
+			if more { // holders and values of those read
+				out.Detail = fmt.Sprintf("at least %d of about %d values held", len(values), q.int(w.size)/3)
 			}
-			out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%s%d values held", at, len(values))
 			return out, true
 		}
 		holders := len(o.fields)

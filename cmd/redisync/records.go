@@ -105,21 +105,24 @@ type groupHold struct {
 	expires      int64 // ms, absolute
 }
 
-// groupHolds returns the values of a group that are held at now (ms): those whose owner's
-// expire_time is not past. A value whose owner's lease ended stays in the hash until it is taken
-// over or released, held by nobody.
-func groupHolds(fields map[string]string, now int64) []groupHold {
-	var out []groupHold
+// groupHolds returns the values of a group, among fields, that are held at now (ms): those whose
+// owner's expire_time is not past. A value whose owner's lease ended stays in the hash until it is
+// taken over or released, held by nobody. read is how many values fields hold whole, held or not.
+func groupHolds(fields map[string]string, now int64) (held []groupHold, read int) {
 	for k, owner := range fields {
 		if strings.Contains(k, ":") {
 			continue
 		}
 		e, err := strconv.ParseInt(fields[k+":"+owner+groupExpire], 10, 64)
-		if err != nil || e < now {
+		if err != nil {
+			continue // its other fields were not read
+		}
+		read++
+		if e < now {
 			continue
 		}
 		n, _ := strconv.ParseInt(fields[k+":"+owner+groupCount], 10, 64)
-		out = append(out, groupHold{field: k, owner: owner, count: n, expires: e})
+		held = append(held, groupHold{field: k, owner: owner, count: n, expires: e})
 	}
-	return out
+	return held, read
 }
