@@ -123,8 +123,7 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		if !wait.set {
 			err = l.Await(ctx)
 		} else {
-			var open bool
-			if open, err = l.TryAwait(ctx, max(0, wait.d-time.Since(start))); err == nil && !open {
+			if err = l.TryAwait(ctx, max(0, wait.d-time.Since(start))); errors.Is(err, redisync.ErrNotAcquired) {
 				count, _ := l.Count(ctx)
 				fmt.Fprintf(stderr, "redisync latch: %q still at count %d after %v\n", name, count, wait.d)
 				return exitNotAcquired
