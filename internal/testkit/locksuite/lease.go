@@ -64,7 +64,35 @@ func (s *Suite) TestLeaseOfTheCall() {
 			alive(t, "after the release of the re-entry", outer)
 		}
 		unlock(t, l, outer)
-		s.clean(t, tg, before, scope{names: []string{n}}, c)
+
+		// A waiter's lease, whether a release hands it the lock or it acquires with a try of its own.
+		wc := tg.Client(t)
+		waiter := s.newLock(t, wc, n, Options{})
+		holder := s.rival(t, c, n)
+		hheld := lock(t, holder, ctx)
+		got := make(chan context.Context, 1)
+		go func() {
+			held, err := waiter.TryLockFor(ctx, 20*time.Second, lease)
+			if err != nil {
+				t.Errorf("TryLockFor of a waiter: %v", err)
+			}
+			got <- held
+		}()
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if !s.waits(wc) {
+				return errors.New("the waiter does not wait yet")
+			}
+			return nil
+		})
+		start = time.Now()
+		unlock(t, holder, hheld)
+		held = <-got
+		require.NotNil(t, held, "the waiter's hold")
+		wdl, ok := held.Deadline()
+		require.True(t, ok && wdl.After(start.Add(lease-time.Minute)), "the waiter's deadline %v after the release", wdl.Sub(start))
+		require.Greater(t, ttl(t, l), lease-time.Minute, "TTL of the waiter's lease of %v", lease)
+		unlock(t, waiter, held)
+		s.clean(t, tg, before, scope{names: []string{n}, handedOver: true}, c, wc)
 	})
 }
 
