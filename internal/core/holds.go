@@ -336,6 +336,9 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 		a.ext.end.Store(end.UnixNano())
 		a.ext.expiry = time.AfterFunc(time.Until(end), a.expire)
 	}
+	if nested { // set before the acquisition can end; it follows once the ctx is made
+		a.ext.fol = &follower{end: a.finish}
+	}
 	h.pending--
 	h.stack = append(h.stack, a)
 	if a.watched {
@@ -351,7 +354,6 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 		held.owner = h.owner
 	}
 	if nested {
-		a.ext.fol = &follower{end: a.finish}
 		a.ext.fol.follow(parent)
 	}
 	runtime.AddCleanup(held, abandoned, a)
