@@ -319,7 +319,10 @@ func (h *hold) unwatch() {
 // follower passes parent's end on.
 func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start time.Time, fresh bool) context.Context {
 	held := &heldCtx{a: a, parent: parent}
-	nested := carriesHolds(parent)
+	// A re-entry of an exclusive hold derives from its outer hold as any ctx would: that one cannot
+	// be released first (ErrNotInnermost), and its loss is this one's.
+	x, _ := parent.Value(holdsKey{}).(*heldCtx)
+	nested := carriesHolds(parent) && !(x != nil && x.a.h == h && !h.shared)
 	if nested {
 		held.Context, a.cancel = context.WithCancelCause(context.WithoutCancel(parent))
 	} else {
