@@ -9,7 +9,8 @@ var (
 	// ErrNotHeld: the ctx's owner does not hold the object (it never did, released it already, or the
 	// lease ended). Nothing was changed.
 	ErrNotHeld = core.ErrNotHeld
-	// ErrNotAcquired: the wait bound passed (or a single try failed) without acquiring.
+	// ErrNotAcquired: the wait bound passed (or a single try failed) without acquiring; for a latch's
+	// TryAwait, without the count reaching zero.
 	ErrNotAcquired = core.ErrNotAcquired
 	// ErrLost is the cause of a hold's ctx when the hold ended without Unlock: its fixed lease ran out,
 	// the watchdog found it gone, or renewal kept failing until the lease may have ended.

@@ -134,7 +134,7 @@ func (m *multiLocker) Lock(ctx context.Context, key string) (func(context.Contex
 	var lk multilock.Locker
 	var err error
 	if m.red {
-		lk, err = multilock.NewRedLock(subs)
+		lk, err = multilock.NewRedLock(subs...)
 	} else {
 		lk, err = multilock.New(subs...)
 	}

@@ -47,6 +47,7 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
 		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
 		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
+		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,
@@ -129,7 +130,7 @@ func (l *Lock) Name() string { return l.l.Name() }
 // done under the lock so that the work stops if the lock is lost.
 //
 // When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
-// Redis does not answer that within core.Overtime, a quarter second); a try of it that reaches Redis
+// Redis does not answer that within a quarter second); a try of it that reaches Redis
 // after that, held up by a stalled server or network, takes no place. When the Client is closed,
 // nothing more is sent: the place is passed over as a dead process's is (see WithSlot).
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.Lock(ctx) }
@@ -140,6 +141,33 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.L
 // deadline is never the lock's lease.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	return l.l.TryLock(ctx, wait)
+}
+
+// LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
+// lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the lock's
+// options. A re-entry never shortens what an outer hold was promised: the lock's TTL only grows.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	return l.l.LockFor(ctx, lease)
+}
+
+// TryLockFor is TryLock with a lease of its own for this acquisition (Redisson's tryLock(waitTime,
+// leaseTime, unit)): see LockFor.
+func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	return l.l.TryLockFor(ctx, wait, lease)
+}
+
+// Extend makes the hold of ctx's owner last at least lease from now (Redisson's expire on a held
+// lock), and moves the deadline of ctx's hold, when its lease is fixed, to the new end. It never
+// shortens a hold. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the
+// owner does not hold the lock or ctx's hold has ended, and it acts once whatever the network
+// loses. On a hold the watchdog keeps, the TTL lasts at least lease and the renewals go on.
+func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l.l.Extend(ctx, lease) }
+
+// IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
+// holds the lock (Redisson's isHeldByThread, an owner id standing for the thread id).
+func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	n, err := l.l.HoldCountOf(ctx, owner)
+	return n > 0, err
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).

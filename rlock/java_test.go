@@ -25,11 +25,12 @@ type javaLock struct {
 	cluster bool
 	name    string
 	id      string
+	lease   string // ms: RedissonLock's internalLockLeaseTime, the watchdog's or lock(leaseTime)'s
 }
 
 func newJavaLock(t *testing.T, tg *testkit.Target, name string) *javaLock {
 	return &javaLock{t: t, rdb: tg.Redis(t), cluster: tg.Name == "cluster", name: name,
-		id: "7c2e9f10-java-4d2b-8a1f-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10)}
+		id: "7c2e9f10-java-4d2b-8a1f-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10), lease: "30000"}
 }
 
 const javaLockAcquire = `
@@ -61,7 +62,7 @@ func (j *javaLock) channel() string           { return "redisson_lock__channel:{
 
 func (j *javaLock) try(thread int64) (bool, int64) {
 	res := j.rdb.Do(context.Background(), j.rdb.B().Eval().Script(javaLockAcquire).Numkeys(1).Key(j.name).
-		Arg("30000", j.field(thread)).Build())
+		Arg(j.lease, j.field(thread)).Build())
 	ttl, err := res.AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return true, 0
@@ -79,7 +80,7 @@ func (j *javaLock) unlock(thread int64) {
 	}
 	latch := "redisson_unlock_latch:{" + j.name + "}:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	err := j.rdb.Do(context.Background(), j.rdb.B().Eval().Script(javaLockRelease).Numkeys(3).
-		Key(j.name, j.channel(), latch).Arg("0", "30000", j.field(thread), publish, "60000").Build()).Error()
+		Key(j.name, j.channel(), latch).Arg("0", j.lease, j.field(thread), publish, "60000").Build()).Error()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		j.t.Errorf("java unlock: %v", err)
 	}

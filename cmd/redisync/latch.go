@@ -135,8 +135,7 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		if !w.wait.set {
 			err = l.Await(ctx)
 		} else {
-			var open bool
-			if open, err = l.TryAwait(ctx, max(0, w.wait.d-time.Since(start))); err == nil && !open {
+			if err = l.TryAwait(ctx, max(0, w.wait.d-time.Since(start))); errors.Is(err, redisync.ErrNotAcquired) {
 				count, _ := l.Count(ctx)
 				return w.notAcquired(cmd, "%q still at count %d after %v", name, count, w.wait.d)
 			}

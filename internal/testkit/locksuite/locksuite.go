@@ -36,10 +36,14 @@ type Lock interface {
 	Name() string
 	Lock(ctx context.Context) (context.Context, error)
 	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Extend(ctx context.Context, lease time.Duration) error
 	Unlock(ctx context.Context) error
 	ForceUnlock(ctx context.Context) (bool, error)
 	IsLocked(ctx context.Context) (bool, error)
 	IsHeld(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
 	HoldCount(ctx context.Context) (int, error)
 	TTL(ctx context.Context) (time.Duration, error)
 	Do(ctx context.Context, fn func(ctx context.Context) error) error
