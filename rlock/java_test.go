@@ -208,6 +208,81 @@ func TestJavaWaiterNotStarvedByHandOvers(t *testing.T) {
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
+// A Java waiter already waiting when Go clients start to contend after a quiet spell still gets the
+// lock within a few of their releases: each Client lists itself among the lock's clients before it
+// listens on the lock's channel, so the Java waiter, and it alone, counts beyond them.
+func TestJavaWaiterNotStarvedByBurst(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		n := "java-burst"
+		java := newJavaLock(t, tg, n)
+		holder := newLock(t, tg.Client(t), n)
+		held := mustLock(t, holder, context.Background())
+		var sec testkit.Section
+		var releases atomic.Int64
+		ctx, stop := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer func() { stop(); wg.Wait() }()
+
+		jctx, jstop := context.WithTimeout(ctx, 30*time.Second)
+		defer jstop()
+		subscribed, took := make(chan struct{}), make(chan int64, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !java.lock(jctx, 1, func() { close(subscribed) }) {
+				took <- -1
+				return
+			}
+			sec.Enter()
+			took <- releases.Load()
+			sec.Leave()
+			java.unlock(1)
+		}()
+		<-subscribed // and its try after that finds the lock held: it waits for a message
+
+		const clients = 4
+		for range clients {
+			l := newLock(t, tg.Client(t), n)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					h, err := l.Lock(ctx)
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Error(err)
+						}
+						return
+					}
+					sec.Enter()
+					time.Sleep(time.Millisecond)
+					sec.Leave()
+					if err := l.Unlock(h); err != nil {
+						t.Error(err)
+						return
+					}
+					releases.Add(1)
+				}
+			}()
+		}
+		waiters(t, tg, n, clients) // every Go client waits, listed and listening, fresh
+		mustUnlock(t, holder, held)
+		r := <-took
+		if r < 0 {
+			t.Fatalf("the Java waiter did not acquire in 30 s (%d releases by the Go clients)", releases.Load())
+		}
+		stop()
+		wg.Wait()
+		t.Logf("the Java waiter acquired after %d releases by the Go clients", r)
+		if r > 40 {
+			t.Fatalf("the Java waiter acquired after %d releases by the Go clients, want a few", r)
+		}
+		if sec.Max() != 1 {
+			t.Fatalf("%d owners inside at once", sec.Max())
+		}
+	})
+}
+
 // A Java waiter's turn that nobody takes (a subscriber on the shared channel that never tries) keeps
 // our acquisitions off the free lock for a moment only.
 func TestJavaTurnNotTakenPassesOn(t *testing.T) {

@@ -44,6 +44,7 @@ var spec = &core.Spec{
 		"force":   lua.Load("rlock_force_release.lua"),
 		"leave":   lua.Load("rlock_leave.lua"),
 		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"list":    lua.Load("list_client.lua"),
 	},
 	Policy: pubsub.WakeOne,
 }

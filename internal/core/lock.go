@@ -64,7 +64,9 @@ type Spec struct {
 	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
 	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
 	// ARGV[1], the TTL), "force", "leave" (optional: after a wait that did not acquire, and to give
-	// back a hand-over that nobody took), and "extend" (a hold's new lease, kept under the call's memo).
+	// back a hand-over that nobody took), "extend" (a hold's new lease, kept under the call's memo),
+	// and "list" (optional: lists the Client among the lock's "clients" before its waiters
+	// subscribe, see attempt.List).
 	Scripts map[string]*lua.Script
 	Policy  pubsub.Policy // how many waiters a message on the channel wakes
 	Shared  bool          // several owners hold at once (read holds)
@@ -98,10 +100,11 @@ const (
 	sForce
 	sLeave
 	sExtend
+	sList
 	nScripts
 )
 
-var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend"}
+var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend", "list"}
 
 // The values a call gives its scripts.
 const (
@@ -554,6 +557,26 @@ func (a *attempt) Tag() string {
 		a.v[vTag] = numbered([]string{a.v[vOwner]}, int64(l.c.requests.Add(1)), a.v[vGrant], flag(l.fenced))
 	}
 	return a.v[vTag]
+}
+
+// List lists this Client among the lock's clients before a waiter subscribes to the lock's channels,
+// unless a listing made less than half the linger ago still stands. A release counts who listens on
+// the lock's channel against the clients listed, and takes anyone beyond them for a Java waiter
+// (rlock_wake.lua): a Client that listened before it was listed, for the round trip between its
+// subscription and its next try, passed for one, and the release left the lock free for a Java
+// turn that nobody took. Listed first, a Client never counts as more than itself.
+func (a *attempt) List(ctx context.Context) {
+	l, c := a.l, a.l.c
+	s := l.plan.scripts[sList].s
+	if s == nil || !l.handOver || !c.listAgain(l.clients, pubsub.Linger/2) {
+		return
+	}
+	sent := time.Now()
+	v := call{vLinger: lingerMs}
+	var buf [4]string
+	if c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error() == nil {
+		c.listed(l.clients, sent, pubsub.Linger/2)
+	}
 }
 
 // Claim takes a hand-over made after the last try (see GrantFor).
