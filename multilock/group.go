@@ -180,7 +180,7 @@ func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 		return false, core.Invalid(groupKind, g.Name(), "nil context")
 	}
 	args := append([]string{owner}, g.fields...)
-	n, err := g.c.Query(ctx, groupState.EvalCommand(g.c.RDB(), []string{g.Name()}, args)).AsInt64()
+	n, err := g.c.QueryScript(ctx, groupState, []string{g.Name()}, args).AsInt64()
 	if err != nil {
 		return false, core.Errorf(groupKind, g.Name(), err)
 	}

@@ -43,6 +43,7 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"),
 		"force":   lua.Load("rlock_force_release.lua"),
 		"leave":   lua.Load("rlock_leave.lua"),
+		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	Policy: pubsub.WakeOne,
 }

@@ -65,6 +65,7 @@ type acq struct {
 	// rid names its release once sent: one that got no answer is sent again, under the same name,
 	// by the next Unlock, so that it releases once whatever the first send did.
 	rid      string
+	waited   bool // it waited for the object, listening: a release may clear what waits leave
 	released atomic.Bool
 	at       time.Duration // when acquired, since epoch (only while events are observed)
 }

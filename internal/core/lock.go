@@ -42,6 +42,8 @@ import (
 //     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
 //     waiter may have queued).
 //
+// A release also gets "waits": '1' when the acquisition it releases had waited for the lock.
+//
 // The replies: an acquisition answers {1, count, token} when acquired (or the count alone when it
 // took no token), {0, ms} or {0, ms, score} when not (try again within ms; score: of the record the
 // try left), {2} when the owner holds the lock and re-entry is not allowed, {3} when it is refused
@@ -61,8 +63,9 @@ type Spec struct {
 	Keys map[string]string
 	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
 	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
-	// ARGV[1], the TTL), "force", and "leave" (optional: after a wait that did not acquire, and to
-	// give back a hand-over that nobody took).
+	// ARGV[1], the TTL), "force", "leave" (optional: after a wait that did not acquire, and to
+	// give back a hand-over that nobody took), and "state" (reads, and refuses a name that holds
+	// other data: {pttl, the hold count of "field"}, -2 when free, and whatever the kind adds).
 	Scripts map[string]*lua.Script
 	Policy  pubsub.Policy // how many waiters a message on the channel wakes
 	Shared  bool          // several owners hold at once (read holds)
@@ -100,10 +103,11 @@ const (
 	sRenew
 	sForce
 	sLeave
+	sState
 	nScripts
 )
 
-var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave"}
+var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "state"}
 
 // The values a call gives its scripts.
 const (
@@ -422,6 +426,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 	if l.keptMemo(a.count, held) {
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
+	a.acq.waited = a.v[vTag] != ""
 	heldCtx := h.commit(parent, &a.acq, l.lease, start, fresh)
 	m.done(nil)
 	if l.fenced {
@@ -618,7 +623,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
 	}
 	var v call
-	err := l.c.release(ctx, holdID{l.holdKey, owner, l.spec.Suffix}, func(field string, held int, rid string, resent bool) (int64, error) {
+	id := holdID{l.holdKey, owner, l.spec.Suffix}
+	if a := acqIn(ctx, l.c, id); a != nil && a.waited {
+		v[vWaits] = "1"
+	}
+	err := l.c.release(ctx, id, func(field string, held int, rid string, resent bool) (int64, error) {
 		if field == "" {
 			field = l.field(owner) // a hold this client keeps no record of
 		}
@@ -671,48 +680,64 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
+// State reads the lock with its "state" script for ctx's owner (none: ""), and returns the reply:
+// {pttl, the owner's hold count, ...}, pttl -2 when free. A name that holds other data is refused.
+func (l *Lock) State(ctx context.Context) ([]int64, error) {
+	if ctx == nil {
+		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	var v call
+	if owner, ok := OwnerID(ctx); ok {
+		v[vField] = l.field(owner)
+	}
+	res, err := l.c.QueryScript(ctx, l.plan.scripts[sState].s, l.keysOf(sState), l.argsOf(sState, &v)).AsIntSlice()
+	if err == nil && len(res) < 2 {
+		err = fmt.Errorf("redisync: unexpected reply %v", res)
+	}
+	if err != nil {
+		return nil, Errorf(l.spec.Kind, l.name, err)
+	}
+	return res, nil
+}
+
 // IsLocked reports whether anyone holds the lock: whether its hash exists.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	n, err := l.c.Query(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	st, err := l.State(ctx)
 	if err != nil {
-		return false, Errorf(l.spec.Kind, l.name, err)
+		return false, err
 	}
-	return n == 1, nil
+	return st[0] != -2, nil
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). ctx is used
 // detached from its cancellation, as Unlock does: a hold's ctx ends when the hold does, which is
 // when a caller most wants to ask.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	owner, ok := OwnerID(ctx)
-	if !ok {
-		return 0, nil
+	if ctx == nil {
+		return 0, Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	field := l.field(owner)
-	n, err := l.c.Query(detach(ctx), l.c.rdb.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
+	st, err := l.State(detach(ctx))
 	if err != nil {
-		return 0, Errorf(l.spec.Kind, l.name, err)
+		return 0, err
 	}
-	return int(n), nil
+	return int(st[1]), nil
 }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it has no expiry.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	ms, err := l.c.Query(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	st, err := l.State(ctx)
 	if err != nil {
-		return 0, Errorf(l.spec.Kind, l.name, err)
+		return 0, err
 	}
-	switch ms {
+	switch ms := st[0]; ms {
 	case -2:
 		return 0, nil
 	case -1:
 		return -1, nil
+	default:
+		return time.Duration(ms) * time.Millisecond, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Token returns the fencing token of the acquisition ctx came from.
