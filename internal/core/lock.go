@@ -418,7 +418,9 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 	if err != nil {
 		m.done(err)
 		h.abort(l.lease == 0)
-		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
+		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
+			(a.placed.Load() || !isRedisError(err)) { // refused at every try, it has no place to leave
+
 			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], a.v[vRid], "1") })
 		}
 		return nil, err
@@ -437,16 +439,17 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 
 // attempt is one acquisition under way: its tries, and its record when it waits.
 type attempt struct {
-	acq   acq // what the hold records once acquired, in the same allocation
-	l     *Lock
-	h     *hold
-	held  int // what Redis counted for the owner before it
-	v     call
-	tried atomic.Bool // a try was sent (one that runs apart may still be on its way)
-	score int64       // of the record the last failed try left: a hand-over must come after it
-	count int64       // the owner's count once acquired
-	token int64
-	next  func() time.Duration // a spinning waiter's back-off policy, once a try failed
+	acq    acq // what the hold records once acquired, in the same allocation
+	l      *Lock
+	h      *hold
+	held   int // what Redis counted for the owner before it
+	v      call
+	tried  atomic.Bool // a try was sent (one that runs apart may still be on its way)
+	placed atomic.Bool // a try was answered without acquiring: it may have left a record, a place
+	score  int64       // of the record the last failed try left: a hand-over must come after it
+	count  int64       // the owner's count once acquired
+	token  int64
+	next   func() time.Duration // a spinning waiter's back-off policy, once a try failed
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -469,6 +472,9 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	var buf [16]string // Send copies what it keeps: the args stay on the stack
 	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
 	t, err := readTry(reply)
+	if err == nil && !t.acquired {
+		a.placed.Store(true)
+	}
 	switch {
 	case t.acquired:
 		a.count, a.token = t.count, t.token

@@ -171,6 +171,12 @@ func isConnectionError(err error) bool {
 		errors.Is(err, rueidis.ErrClosing) || errors.As(err, &ne)
 }
 
+// isRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
+func isRedisError(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
+}
+
 // RequestID returns an id no call of any client used before: this client's UUID and a counter. It
 // names the memo of a call (see above), and the records of waiters.
 func (c *Client) RequestID() string {
