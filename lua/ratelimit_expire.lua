@@ -16,6 +16,11 @@ end
 if limiter() == 'err' then
   return not_limiter()
 end
+--! INCLUDE ratelimit_windows.lua
+local refused = foreign_window()
+if refused then
+  return refused
+end
 local done = 0
 for i = 1, 5 do
   local r

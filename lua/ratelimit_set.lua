@@ -40,6 +40,11 @@ end
 if how == 'update' and not rate then
   return remember(memo, 0)
 end
+--! INCLUDE ratelimit_windows.lua
+local refused = foreign_window()
+if refused then
+  return refused
+end
 
 local old = redis.call('hget', KEYS[1], 'type')
 local value, permits = KEYS[2], KEYS[4]
