@@ -200,7 +200,10 @@ var fuzzedPrimitives = []fuzzed{
 // whether it is locked, which is what they would read.
 type groupLock struct{ *multilock.Group }
 
-func (g groupLock) HoldCount(ctx context.Context) (int, error) { _, err := g.IsHeld(ctx); return 0, err }
+func (g groupLock) HoldCount(ctx context.Context) (int, error) {
+	_, err := g.IsHeld(ctx)
+	return 0, err
+}
 func (g groupLock) TTL(ctx context.Context) (time.Duration, error) {
 	_, err := g.IsLocked(ctx)
 	return 0, err
@@ -219,7 +222,7 @@ var fuzzTypes = []struct {
 	kind, own string
 	cmd       func(key, v string) []string
 }{
-	{"string", "count", func(k, v string) []string { return []string{"SET", k, "x" + v} }}, // never a number
+	{"string", "count", func(k, v string) []string { return []string{"SET", k, "x" + v} }},  // never a number
 	{"hash", "hash", func(k, v string) []string { return []string{"HSET", k, "user:", v} }}, // no primitive's field
 	{"list", "list", func(k, v string) []string { return []string{"RPUSH", k, v} }},
 	{"set", "", func(k, v string) []string { return []string{"SADD", k, v} }},
