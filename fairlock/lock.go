@@ -188,6 +188,8 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the lock is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

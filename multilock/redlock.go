@@ -276,7 +276,8 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 
 // Do runs fn while holding the RedLock: it locks (trying as Lock does), runs fn with the hold's ctx,
 // which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
-// joined with the cause.
+// joined with the cause. When fn panics, every sub-lock is released (and fn's ctx ends with
+// redisync.ErrReleased) before the panic goes on to the caller.
 func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }

@@ -181,6 +181,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 
 // Do runs fn while holding this side: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the hold is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }
