@@ -7,7 +7,7 @@ local function read_count(key)
   local v = redis.pcall('get', key)
   if type(v) == 'table' then
     --! INCLUDE refuse.lua
-    return false, refuse(key)
+    return false, refuse(key, nil, v.err)
   end
   if v and not string.find(v, '^%-?%d+$') then
     --! INCLUDE refuse.lua

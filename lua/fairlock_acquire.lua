@@ -31,7 +31,7 @@ local function token()
   local t = redis.pcall('incr', KEYS[4])
   if type(t) == 'table' then
     --! INCLUDE refuse.lua
-    return nil, refuse(KEYS[4])
+    return nil, refuse(KEYS[4], nil, t.err)
   end
   return t
 end
@@ -71,7 +71,7 @@ if count then
     local rec = redis.pcall('hget', records, me)
     if type(rec) == 'table' then
       --! INCLUDE refuse.lua
-      return refuse(records)
+      return refuse(records, nil, rec.err)
     end
     local t, granted = string.match(rec or '', '^%-(%d+) (%S+)$')
     if granted == tag then
@@ -122,9 +122,10 @@ if pttl == -2 and (not head or head == me) then
   if refused then
     return refused
   end
-  if tag ~= '' and type(redis.pcall('hdel', records, me)) == 'table' then
+  local failed = (tag ~= '') and redis.pcall('hdel', records, me)
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(records)
+    return refuse(records, nil, failed.err)
   end
   if head then
     take_head(me, slot)
@@ -160,9 +161,10 @@ if not pos then
   local base = last and tonumber(redis.call('zscore', deadlines, last)) or now + math.max(pttl, 0)
   -- The deadline first: a deadlines key of another type, which pass_over reads only when someone
   -- waits, is refused before the queue is written.
-  if type(redis.pcall('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)) == 'table' then
+  local failed = redis.pcall('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(deadlines)
+    return refuse(deadlines, nil, failed.err)
   end
   redis.call('rpush', queue, me)
 else
@@ -180,10 +182,11 @@ if pos == 0 and pttl >= 0 then
 end
 if tag ~= '' then
   local score = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  if type(redis.pcall('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[11] .. ' ' .. ARGV[7])) == 'table' then
+  local failed = redis.pcall('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[11] .. ' ' .. ARGV[7])
+  if type(failed) == 'table' then
     -- Its place in the queue is taken: the waiter, refused, leaves it (fairlock_leave.lua).
     --! INCLUDE refuse.lua
-    return refuse(records)
+    return refuse(records, nil, failed.err)
   end
   local keep = (pos + 2) * slot
   if redis.call('pttl', records) < keep then

@@ -11,7 +11,7 @@ end
 local before = redis.pcall('hget', KEYS[1], ARGV[1])
 if type(before) == 'table' then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[1])
+  return refuse(KEYS[1], nil, before.err)
 end
 before = tonumber(before)
 if not before and redis.call('exists', KEYS[1]) == 1 then

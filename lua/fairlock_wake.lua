@@ -31,7 +31,7 @@ local function pass_over(now, back, numsub)
     local head = redis.pcall('lindex', queue, 0)
     if type(head) == 'table' then
       --! INCLUDE refuse.lua
-      return nil, false, refuse(queue)
+      return nil, false, refuse(queue, nil, head.err)
     end
     if not head or head == back then
       return head, dropped
@@ -39,7 +39,7 @@ local function pass_over(now, back, numsub)
     local deadline = redis.pcall('zscore', deadlines, head)
     if type(deadline) == 'table' then
       --! INCLUDE refuse.lua
-      return nil, false, refuse(deadlines)
+      return nil, false, refuse(deadlines, nil, deadline.err)
     end
     deadline = tonumber(deadline)
     if deadline and deadline > now then
@@ -49,7 +49,7 @@ local function pass_over(now, back, numsub)
       local rec = redis.pcall('hget', records, head)
       if type(rec) == 'table' then
         --! INCLUDE refuse.lua
-        return nil, false, refuse(records)
+        return nil, false, refuse(records, nil, rec.err)
       end
       local tried = tonumber((string.match(rec or '', '^(%d+) ')))
       -- A count that cannot be read (an embedded server's reply) keeps the waiter.

@@ -11,7 +11,7 @@ local function hold_count(lock, field)
   local e = r[2]
   if r.err or r[1] ~= '0' or #e ~= 2 or not string.find(e[1], ':%d+$') or not string.find(e[2], '^%d+$') then
     --! INCLUDE refuse.lua
-    return nil, refuse(lock)
+    return nil, refuse(lock, nil, r.err)
   end
   if e[1] == field then
     return tonumber(e[2])

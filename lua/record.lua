@@ -13,17 +13,19 @@ local function record(waiters, clients, member, window, client, linger, lease)
   window = tonumber(window)
   if linger ~= '' then
     local keep = window + tonumber(linger)
-    if type(redis.pcall('zadd', clients, t[1] * 1000 + math.floor(t[2] / 1000) + keep, client)) == 'table' then
+    local failed = redis.pcall('zadd', clients, t[1] * 1000 + math.floor(t[2] / 1000) + keep, client)
+    if type(failed) == 'table' then
       --! INCLUDE refuse.lua
-      return nil, refuse(clients)
+      return nil, refuse(clients, nil, failed.err)
     end
     redis.call('pexpire', clients, keep)
   end
   -- Formatted here: Lua would round a score in microseconds to 14 digits.
   local score = string.format('%.0f', (t[1] * 1000000 + t[2]) + window * 1000)
-  if type(redis.pcall('zadd', waiters, score, member)) == 'table' then
+  local failed = redis.pcall('zadd', waiters, score, member)
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return nil, refuse(waiters)
+    return nil, refuse(waiters, nil, failed.err)
   end
   local keep = window + (tonumber(lease) or 0)
   if redis.call('pttl', waiters) < keep then

@@ -8,10 +8,12 @@
 -- read-write lock: 'mode'), 'limiter' (a rate limiter: 'rate'), 'lock' (Redisson's lock hash: one
 -- field '<id>:<n>' = a count) or 'group' (a group lock: '<value>:<owner>:expire_time' fields).
 --
--- refuse(key, what) is the error reply of a call refused because key holds what (nil: kind_of(key);
--- 'text': a string that is not a number, where the primitive keeps a count there). Redis returns a
--- script's error reply as it is: 'WRONGTYPE redisync:<what> <key>', which core/refusal.go reads as
--- redisync.ErrWrongType. Whoever returns it has written nothing before.
+-- refuse(key, what, err) is the error reply of a call refused because key holds what (nil:
+-- kind_of(key); 'text': a string that is not a number, where the primitive keeps a count there).
+-- Redis returns a script's error reply as it is: 'WRONGTYPE redisync:<what> <key>', which
+-- core/refusal.go reads as redisync.ErrWrongType. Whoever returns it has written nothing before.
+-- err is the message of the error a redis.pcall answered, when one led here: an error that says
+-- nothing of a type (out of memory, no permission) is Redis's own answer, and returned as it is.
 local function kind_of(key)
   local t = redis.call('type', key)
   t = type(t) == 'table' and t.ok or t
@@ -39,6 +41,9 @@ local function kind_of(key)
   return t
 end
 
-local function refuse(key, what)
+local function refuse(key, what, err)
+  if err and not string.find(err, '^WRONGTYPE') and not string.find(err, 'not an integer') then
+    return redis.error_reply(err)
+  end
   return redis.error_reply('WRONGTYPE redisync:' .. (what or kind_of(key)) .. ' ' .. key)
 end

@@ -41,7 +41,7 @@ if free then
   turn = redis.pcall('zscore', KEYS[3], '~java')
   if type(turn) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3])
+    return refuse(KEYS[3], nil, turn.err)
   end
   turn = tonumber(turn)
 end
@@ -64,7 +64,7 @@ if count > 0 and ARGV[10] == '1' then
   local mark = redis.pcall('zscore', KEYS[3], ARGV[11])
   if type(mark) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3])
+    return refuse(KEYS[3], nil, mark.err)
   end
   mark = tonumber(mark)
   if mark and mark <= 0 then
@@ -100,12 +100,13 @@ if free or count > 0 then
     token = redis.pcall('incr', KEYS[2])
     if type(token) == 'table' then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[2])
+      return refuse(KEYS[2], nil, token.err)
     end
   end
-  if ARGV[10] == '1' and type(redis.pcall('zrem', KEYS[3], ARGV[11])) == 'table' then
+  local failed = (ARGV[10] == '1') and redis.pcall('zrem', KEYS[3], ARGV[11])
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3])
+    return refuse(KEYS[3], nil, failed.err)
   end
   local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
   -- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).

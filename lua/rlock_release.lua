@@ -26,7 +26,7 @@ end
 local count = redis.pcall('hget', KEYS[1], ARGV[1])
 if type(count) == 'table' then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[1])
+  return refuse(KEYS[1], nil, count.err)
 end
 count = tonumber(count)
 if not count and redis.call('exists', KEYS[1]) == 1 then

@@ -31,7 +31,7 @@ if redis.call('exists', KEYS[1], KEYS[3]) == 0 then
     tok = redis.pcall('incr', KEYS[2])
     if type(tok) == 'table' then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[2])
+      return refuse(KEYS[2], nil, tok.err)
     end
   end
   redis.call('hset', KEYS[1], ARGV[1], 1)
@@ -71,7 +71,7 @@ if ttl == -2 then
   local turn = redis.pcall('zscore', KEYS[3], '~java')
   if type(turn) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3])
+    return refuse(KEYS[3], nil, turn.err)
   end
   turn = tonumber(turn)
   if turn then
@@ -91,7 +91,7 @@ if ARGV[6] == '1' then
   tok = redis.pcall('incr', KEYS[2])
   if type(tok) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2])
+    return refuse(KEYS[2], nil, tok.err)
   end
 end
 local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)

@@ -46,9 +46,10 @@ if ARGV[6] == '1' and count == 0 and not writer then
   -- A new reader lets a waiting writer go first; a reader already inside may re-enter.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if type(redis.pcall('zremrangebyscore', KEYS[2], '-inf', now)) == 'table' then
+  local failed = redis.pcall('zremrangebyscore', KEYS[2], '-inf', now)
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2])
+    return refuse(KEYS[2], nil, failed.err)
   end
   local last = redis.call('zrange', KEYS[2], -1, -1, 'withscores')
   if #last > 0 then

@@ -27,9 +27,10 @@ if not free and (type(mode) == 'table' or (mode ~= 'read' and mode ~= 'write')) 
 end
 if free then
   -- The waiting writers first: a key of another type there is refused before the lock is written.
-  if type(redis.pcall('zrem', KEYS[2], ARGV[1])) == 'table' then
+  local failed = redis.pcall('zrem', KEYS[2], ARGV[1])
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2])
+    return refuse(KEYS[2], nil, failed.err)
   end
   redis.call('hset', lock, 'mode', 'write', ARGV[1], 1)
   redis.call('pexpire', lock, ARGV[5])
@@ -68,9 +69,10 @@ if ARGV[7] ~= '0' and ARGV[8] == '1' then
   -- Announce the waiting writer: new readers stay out until it is in, gives up, or stops asking.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if type(redis.pcall('zadd', KEYS[2], now + tonumber(ARGV[7]), ARGV[1])) == 'table' then
+  local failed = redis.pcall('zadd', KEYS[2], now + tonumber(ARGV[7]), ARGV[1])
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2])
+    return refuse(KEYS[2], nil, failed.err)
   end
   if redis.call('pttl', KEYS[2]) < tonumber(ARGV[7]) then
     redis.call('pexpire', KEYS[2], ARGV[7])

@@ -19,7 +19,7 @@ if ARGV[6] == '1' then
   local granted = redis.pcall('hdel', KEYS[4], ARGV[3])
   if type(granted) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[4])
+    return refuse(KEYS[4], nil, granted.err)
   elseif granted == 1 then
     return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
   end
@@ -30,9 +30,10 @@ if refused then
 end
 if available and available >= tonumber(ARGV[1]) then
   -- The record first: a records key of another type is refused before the count is written.
-  if ARGV[6] == '1' and type(redis.pcall('zrem', KEYS[2], ARGV[3])) == 'table' then
+  local failed = (ARGV[6] == '1') and redis.pcall('zrem', KEYS[2], ARGV[3])
+  if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2])
+    return refuse(KEYS[2], nil, failed.err)
   end
   redis.call('decrby', KEYS[1], ARGV[1])
   return remember(memo, {1})

@@ -26,9 +26,10 @@ end
 -- delete and expire act on the semaphore as a whole, permits and all (as Redisson does both keys):
 -- nothing is returned to the pool first, nor published. delete returns the number of keys deleted;
 -- expire (ARGV[4] ms) returns 1 when either key exists and now has the TTL.
-if (op == 'delete' or op == 'expire') and type(redis.pcall('zcard', KEYS[2])) == 'table' then
+local failed = ((op == 'delete' or op == 'expire')) and redis.pcall('zcard', KEYS[2])
+if type(failed) == 'table' then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[2])
+  return refuse(KEYS[2], nil, failed.err)
 end
 if op == 'delete' then
   local found, reply = recall(memo)
@@ -49,7 +50,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.pcall('zremrangebyscore', KEYS[2], '-inf', now)
 if type(expired) == 'table' then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[2])
+  return refuse(KEYS[2], nil, expired.err)
 end
 
 local function available()
