@@ -36,6 +36,10 @@ if available and available >= tonumber(ARGV[1]) then
     return refuse(KEYS[2], nil, failed.err)
   end
   redis.call('decrby', KEYS[1], ARGV[1])
+  if ARGV[6] == '1' and redis.call('exists', KEYS[2]) == 0 then
+    -- The last recorded waiter: the clients' record, which only tells who listens, goes too.
+    redis.pcall('zremrangebyrank', KEYS[3], 0, -1)
+  end
   return remember(memo, {1})
 end
 if ARGV[2] == '0' then

@@ -70,6 +70,10 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
   if served and redis.call('pttl', grants) < 600000 then
     redis.call('pexpire', grants, 600000)
   end
+  -- The last recorded waiter served: the clients' record, which only tells who listens, goes too.
+  if served and redis.call('exists', waiters) == 0 then
+    redis.pcall('zremrangebyrank', clients, 0, -1)
+  end
   -- Redisson's waiters hear only this message, and publish it on every release: whatever is left
   -- is announced, even when ours were served, since who else listens cannot be told for sure (a
   -- client stays recorded for a while after it stopped listening).

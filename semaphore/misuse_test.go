@@ -126,3 +126,28 @@ func TestAfterClose(t *testing.T) {
 		testkit.RequireAll(t, redisync.ErrClosed, expirableCalls(e))
 	})
 }
+
+// TestNoKeyAfterTheLastWaiter: once the last waiter has its permits, by a hand-over or by a try of
+// its own, nothing is left beside the count: no waiter record, no record of the Clients that
+// listened, no grant.
+func TestNoKeyAfterTheLastWaiter(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		ctx := context.Background()
+		name := unique("last-waiter")
+		holder, waiter := newSemaphore(t, tg.Client(t), name), newSemaphore(t, tg.Client(t), name)
+		require.NoError(t, holder.AddPermits(ctx, 1))
+		require.NoError(t, holder.Acquire(ctx, 1))
+		done := make(chan error, 1)
+		go func() { done <- waiter.Acquire(ctx, 1) }()
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if !exists(t, tg.Redis(t), "redisync_semaphore_waiters:{"+name+"}") {
+				return errors.New("the waiter has not recorded itself")
+			}
+			return nil
+		})
+		require.NoError(t, holder.Release(ctx, 1)) // handed over
+		require.NoError(t, <-done)
+		gone(t, tg, "redisync_semaphore_waiters:{"+name+"}", clientsKey(name), "redisync_semaphore_grants:{"+name+"}")
+		require.NoError(t, waiter.Release(ctx, 1))
+	})
+}
