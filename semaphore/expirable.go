@@ -110,7 +110,11 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
 	}
 	if n == 0 {
-		if err := context.Cause(ctx); err != nil {
+		err := context.Cause(ctx)
+		if err == nil {
+			err = e.c.Closed()
+		}
+		if err != nil {
 			return nil, core.Errorf(expirableKind, e.name, err)
 		}
 		return []string{}, nil
@@ -170,6 +174,9 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 		return core.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
+		if err := e.c.Closed(); err != nil {
+			return core.Errorf(expirableKind, e.name, err)
+		}
 		return nil
 	}
 	raw := make([]string, len(ids))

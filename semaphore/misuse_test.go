@@ -124,6 +124,14 @@ func TestAfterClose(t *testing.T) {
 		testkit.RequireAll(t, redisync.ErrClosed, semaphoreCalls(s, &ran))
 		require.False(t, ran, "Do ran fn")
 		testkit.RequireAll(t, redisync.ErrClosed, expirableCalls(e))
+		ctx := context.Background()
+		testkit.RequireAll(t, redisync.ErrClosed, testkit.Calls{ // the calls that would send nothing
+			"Acquire(0)":              func() error { return s.Acquire(ctx, 0) },
+			"Release(0)":              func() error { return s.Release(ctx, 0) },
+			"ReleaseIfExists(0)":      func() error { _, err := s.ReleaseIfExists(ctx, 0); return err },
+			"Expirable.Acquire(0)":    func() error { _, err := e.Acquire(ctx, 0); return err },
+			"Expirable.Release(none)": func() error { return e.Release(ctx) },
+		})
 	})
 }
 

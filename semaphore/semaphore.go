@@ -414,13 +414,17 @@ func (s *Semaphore) Do(ctx context.Context, n int64, fn func(ctx context.Context
 		func(ctx context.Context) error { return s.Release(ctx, n) }, fn)
 }
 
-// check refuses a nil ctx and a permit count below least.
+// check refuses a nil ctx and a permit count below least, and every call once the Client is closed
+// (those that would send nothing too).
 func (s *Semaphore) check(ctx context.Context, n, least int64) error {
 	if ctx == nil {
 		return core.Invalid(kind, s.name, "nil context")
 	}
 	if n < least {
 		return core.Invalid(kind, s.name, "%d permits: want at least %d", n, least)
+	}
+	if err := s.c.Closed(); err != nil {
+		return core.Errorf(kind, s.name, err)
 	}
 	return nil
 }
