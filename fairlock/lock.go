@@ -53,6 +53,9 @@ var spec = &core.Spec{
 	Policy: pubsub.WakeAll,
 }
 
+// waiting counts the waiters (Waiting).
+var waiting = lua.Load("lockhash.lua", "fairlock_waiting.lua")
+
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
@@ -178,8 +181,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	c := l.c
-	n, err := c.Query(ctx, c.RDB().B().Llen().Key(c.Names().Prefixed("redisson_lock_queue", l.l.Name())).Build()).AsInt64()
+	if ctx == nil {
+		return 0, core.Invalid(spec.Kind, l.l.Name(), "nil context")
+	}
+	c, name := l.c, l.l.Name()
+	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed("redisson_lock_queue", name)}, nil).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
 	}

@@ -56,6 +56,11 @@ func (s *Suite) TestCollidingNames() {
 					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
 					testkit.NoInternals(t, what, err)
 				}
+				for what, query := range s.ownQueries(l) {
+					err := query(context.Background())
+					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
+					testkit.NoInternals(t, what, err)
+				}
 				require.False(t, ran, "Do ran fn")
 				require.Equal(t, before, tg.State(t, rdb, n), "the name's keys after every method")
 				require.Equal(t, 0, testkit.Waiters(c), "waiters left")
@@ -112,6 +117,9 @@ func (s *Suite) TestAfterClose() {
 			},
 		} {
 			require.ErrorIs(t, call(), redisync.ErrClosed, "%s after Close", what)
+		}
+		for what, query := range s.ownQueries(l) {
+			require.ErrorIs(t, query(context.Background()), redisync.ErrClosed, "%s after Close", what)
 		}
 		require.False(t, ran, "Do ran fn after Close")
 		require.ErrorIs(t, context.Cause(held), redisync.ErrClosed, "the hold's ctx after Close")
@@ -172,4 +180,12 @@ func (s *Suite) TestNoKeyAfterTheLastRelease() {
 			return nil
 		})
 	})
+}
+
+// ownQueries returns the kind's own queries of l (Kind.Queries), none when it has none.
+func (s *Suite) ownQueries(l Lock) map[string]func(ctx context.Context) error {
+	if s.Kind.Queries == nil {
+		return nil
+	}
+	return s.Kind.Queries(l)
 }
