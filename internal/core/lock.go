@@ -418,9 +418,9 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 	if err != nil {
 		m.done(err)
 		h.abort(l.lease == 0)
+		// An acquisition that Redis refused at every try has no record or place to leave.
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
-			(a.placed.Load() || !isRedisError(err)) { // refused at every try, it has no place to leave
-
+			(a.placed.Load() || !isRedisError(err)) {
 			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], a.v[vRid], "1") })
 		}
 		return nil, err
