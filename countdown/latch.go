@@ -35,9 +35,10 @@ import (
 )
 
 var (
-	setScript    = lua.Load("once.lua", "countdown_set.lua")
-	downScript   = lua.Load("once.lua", "countdown_down.lua")
-	deleteScript = lua.Load("once.lua", "countdown_delete.lua")
+	setScript    = lua.Load("count.lua", "once.lua", "countdown_set.lua")
+	downScript   = lua.Load("count.lua", "once.lua", "countdown_down.lua")
+	deleteScript = lua.Load("count.lua", "once.lua", "countdown_delete.lua")
+	countScript  = lua.Load("count.lua", "countdown_count.lua")
 )
 
 const kind = "countdown latch"
@@ -120,7 +121,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 }
 
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	n, err := l.c.Query(ctx, l.c.RDB().B().Get().Key(l.name).Build()).AsInt64()
+	n, err := l.c.QueryScript(ctx, countScript, []string{l.name}, nil).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}

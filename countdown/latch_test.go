@@ -458,8 +458,8 @@ func TestServerErrors(t *testing.T) {
 	testkit.Do(t, rdb, "HSET", "latch-wrongtype", "f", "1")
 	defer testkit.Do(t, rdb, "DEL", "latch-wrongtype")
 	l := newLatch(t, c, "latch-wrongtype")
-	if err := l.Await(ctx); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Fatalf("Await on a hash: %v, want WRONGTYPE", err)
+	if err := l.Await(ctx); !errors.Is(err, redisync.ErrWrongType) {
+		t.Fatalf("Await on a hash: %v, want ErrWrongType", err)
 	}
 	if _, err := l.Count(ctx); err == nil {
 		t.Fatal("Count on a hash: no error")
@@ -467,8 +467,8 @@ func TestServerErrors(t *testing.T) {
 	if err := l.CountDown(ctx); err == nil {
 		t.Fatal("CountDown on a hash: no error")
 	}
-	if ok, err := l.TrySetCount(ctx, 1); err != nil || ok {
-		t.Fatalf("TrySetCount on an existing key = %v, %v; want false", ok, err)
+	if ok, err := l.TrySetCount(ctx, 1); !errors.Is(err, redisync.ErrWrongType) || ok {
+		t.Fatalf("TrySetCount on a hash = %v, %v; want ErrWrongType", ok, err)
 	}
 	// Closing the Client ends a waiter with ErrClosed.
 	testkit.Do(t, rdb, "SET", "latch-closed", "1")

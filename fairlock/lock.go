@@ -48,10 +48,14 @@ var spec = &core.Spec{
 		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
 		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
 		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,
 }
+
+// waiting counts the waiters (Waiting).
+var waiting = lua.Load("lockhash.lua", "fairlock_waiting.lua")
 
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
@@ -205,8 +209,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	c := l.c
-	n, err := c.Query(ctx, c.RDB().B().Llen().Key(c.Names().Prefixed("redisson_lock_queue", l.l.Name())).Build()).AsInt64()
+	if ctx == nil {
+		return 0, core.Invalid(spec.Kind, l.l.Name(), "nil context")
+	}
+	c, name := l.c, l.l.Name()
+	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed("redisson_lock_queue", name)}, nil).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
 	}
@@ -215,6 +222,8 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the lock is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

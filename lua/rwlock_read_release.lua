@@ -9,7 +9,11 @@ if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
+local mode = redis.pcall('hget', KEYS[1], 'mode')
+if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', KEYS[1]) == 1) then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1]) -- no read-write lock
+end
 local count = mode and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if count and count <= 0 then
   count = nil

@@ -209,7 +209,7 @@ func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 		return false, core.Invalid(groupKind, g.Name(), "nil context")
 	}
 	args := append([]string{owner}, g.fields...)
-	n, err := g.c.Query(ctx, groupState.EvalCommand(g.c.RDB(), []string{g.Name()}, args)).AsInt64()
+	n, err := g.c.QueryScript(ctx, groupState, []string{g.Name()}, args).AsInt64()
 	if err != nil {
 		return false, core.Errorf(groupKind, g.Name(), err)
 	}
@@ -218,6 +218,8 @@ func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 
 // Do runs fn while holding every value: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+// When fn panics, every value is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (g *Group) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, g.Lock, g.Unlock, fn)
 }

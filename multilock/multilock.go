@@ -350,7 +350,8 @@ func (m *MultiLock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // Do runs fn while holding the MultiLock: it locks (waiting as Lock does), runs fn with the hold's
 // ctx, and unlocks. fn's ctx ends if a sub-lock is lost; Do then returns fn's error joined with the
-// cause.
+// cause. When fn panics, every sub-lock is released (and fn's ctx ends with redisync.ErrReleased)
+// before the panic goes on to the caller.
 func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, m.Lock, m.Unlock, fn)
 }

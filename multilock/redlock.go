@@ -88,7 +88,9 @@ func (r *RedLock) Quorum() int { return r.quorum }
 
 // Lock tries until it holds a majority of the sub-locks with validity time left, or ctx ends. It
 // returns a ctx that carries the owner, has the end of the validity time as its deadline, and ends
-// when the RedLock stops being held; pass it to Unlock.
+// when the RedLock stops being held; pass it to Unlock. A sub-lock refused with
+// redisync.ErrWrongType or redisync.ErrNoPermission (its name holds other data, its user lacks a
+// permission) fails the attempt with that error, holding nothing, whatever the others answer.
 func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
 	return r.acquire(ctx, -1, ownLease)
 }
@@ -266,9 +268,12 @@ func (r *RedLock) validity(start time.Time, got []answer) time.Time {
 	return ends[r.quorum-unbounded-1]
 }
 
-// isFatal reports errors that another attempt cannot cure.
+// isFatal reports errors that another attempt cannot cure: a server whose name holds other data
+// (ErrWrongType) or whose user lacks a permission fails the RedLock rather than count as one
+// server down, which would hide the misuse behind a majority.
 func isFatal(err error) bool {
-	return errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrAlreadyHeld) || errors.Is(err, core.ErrClosed)
+	return errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrAlreadyHeld) || errors.Is(err, core.ErrClosed) ||
+		errors.Is(err, core.ErrWrongType) || errors.Is(err, core.ErrNoPermission)
 }
 
 // Unlock releases every sub-lock of the acquisition that ctx came from, on every server. It releases
@@ -348,7 +353,8 @@ func (r *RedLock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // Do runs fn while holding the RedLock: it locks (trying as Lock does), runs fn with the hold's ctx,
 // which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
-// joined with the cause.
+// joined with the cause. When fn panics, every sub-lock is released (and fn's ctx ends with
+// redisync.ErrReleased) before the panic goes on to the caller.
 func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }

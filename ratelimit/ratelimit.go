@@ -122,7 +122,7 @@ func (l *Limiter) Name() string { return l.name }
 // Acquire takes n permits, waiting until the window has room for n at once, ctx ends (its cause is
 // returned), or the Client is closed (redisync.ErrClosed). n must be at least 1 and at most the rate;
 // more is an error matching redisync.ErrInvalidArgument. A limiter whose rate is not set fails with
-// redisync.ErrNotInitialized, and a name that holds something else with Redis's WRONGTYPE error.
+// redisync.ErrNotInitialized, and a name that holds something else with redisync.ErrWrongType.
 //
 // An error never means the permits were taken, except when the connection fails while the acquiring
 // script runs: the error is then the connection's, and the script may have taken them on the server.

@@ -45,6 +45,7 @@ var spec = &core.Spec{
 		"leave":   lua.Load("rlock_leave.lua"),
 		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
 		"list":    lua.Load("list_client.lua"),
+		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	Policy: pubsub.WakeOne,
 }
@@ -164,6 +165,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the lock is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

@@ -57,12 +57,12 @@ func TestServerErrors(t *testing.T) {
 		if got := str(t, rdb, "GET", "not-a-hash"); got != "v" {
 			t.Fatalf("the string key was changed to %q", got)
 		}
-		// A hash that is no read-write lock (no mode field) is never written into.
+		// A hash that is no read-write lock (no mode field) is never written into, nor waited for.
 		cmd(t, rdb, "DEL", "not-a-hash")
 		cmd(t, rdb, "HSET", "not-a-hash", "someone", "1")
 		for _, l := range []*rwlock.Lock{rw.ReadLock(), rw.WriteLock()} {
-			if _, err := l.TryLock(ctx, 0); !errors.Is(err, redisync.ErrNotAcquired) {
-				t.Fatalf("lock on a foreign hash: %v, want ErrNotAcquired", err)
+			if _, err := l.TryLock(ctx, 0); !errors.Is(err, redisync.ErrWrongType) {
+				t.Fatalf("lock on a foreign hash: %v, want ErrWrongType", err)
 			}
 		}
 		if n := num(t, rdb, "HLEN", "not-a-hash"); n != 1 {

@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
 )
@@ -17,6 +15,9 @@ var keys = map[string]string{
 	"leases":  ":",                       // "{N}:": every read hold's lease key follows
 	"channel": "redisson_rwlock",         // Redisson's unlock messages
 }
+
+// state reads either side (core.Lock.State): {pttl, count, mode, fields}.
+var state = lua.Load("rwlock_state.lua")
 
 // readSpec and writeSpec are the two sides in Redis: their scripts, and how their waiters wait.
 var (
@@ -29,6 +30,7 @@ var (
 			"renew":   lua.Load("rwlock_read_renew.lua"),
 			"force":   lua.Load("rwlock_force_release.lua"),
 			"extend":  lua.Load("once.lua", "rwlock_read_extend.lua"),
+			"state":   state,
 		},
 		Policy: policy,
 		Shared: true, // readers share, and may release in any order
@@ -43,6 +45,7 @@ var (
 			"force":   lua.Load("rwlock_force_release.lua"),
 			"leave":   lua.Load("rwlock_withdraw.lua"), // a writer that gives up stops keeping readers out
 			"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+			"state":   state,
 		},
 		Policy:  policy,
 		Suffix:  ":write",
@@ -133,30 +136,18 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 // lock, whether a writer holds it; for the read lock, whether the lock is in read mode or its writer
 // also reads (downgrade under way).
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	c, name := l.c, l.l.Name()
-	kind := readSpec.Kind
-	if l.writer {
-		kind = writeSpec.Kind
-	}
-	mode, err := c.Query(ctx, c.RDB().B().Hget().Key(name).Field("mode").Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return false, nil
-	}
+	st, err := l.l.State(ctx)
 	if err != nil {
-		return false, core.Errorf(kind, name, err)
+		return false, err
 	}
-	if !l.writer && mode == "write" {
-		// The writer's field and the mode: anything beyond them is the writer's own read hold.
-		n, err := c.Query(ctx, c.RDB().B().Hlen().Key(name).Build()).AsInt64()
-		if err != nil {
-			return false, core.Errorf(kind, name, err)
-		}
-		return n > 2, nil
+	switch mode, fields := st[2], st[3]; {
+	case l.writer:
+		return mode == 2, nil
+	case mode == 2:
+		return fields > 2, nil // the writer's field and the mode: anything beyond is its own read hold
+	default:
+		return mode == 1, nil
 	}
-	if l.writer {
-		return mode == "write", nil
-	}
-	return mode == "read", nil
 }
 
 // IsHeld reports whether ctx's owner holds this side (Redisson's isHeldByCurrentThread).
@@ -175,6 +166,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 
 // Do runs fn while holding this side: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the hold is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

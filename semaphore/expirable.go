@@ -14,7 +14,7 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-var expirableScript = lua.Load("once.lua", "semaphore_expirable.lua")
+var expirableScript = lua.Load("count.lua", "once.lua", "semaphore_expirable.lua")
 
 const expirableKind = "expirable semaphore"
 
@@ -138,7 +138,11 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
 	}
 	if n == 0 {
-		if err := context.Cause(ctx); err != nil {
+		err := context.Cause(ctx)
+		if err == nil {
+			err = e.c.Closed()
+		}
+		if err != nil {
 			return nil, core.Errorf(expirableKind, e.name, err)
 		}
 		return []string{}, nil
@@ -227,6 +231,9 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 		return core.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
+		if err := e.c.Closed(); err != nil {
+			return core.Errorf(expirableKind, e.name, err)
+		}
 		return nil
 	}
 	raw := make([]string, len(ids))

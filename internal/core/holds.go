@@ -65,9 +65,10 @@ type acq struct {
 	released  atomic.Bool
 	// rid names its release once sent: one that got no answer is sent again, under the same name,
 	// by the next Unlock, so that it releases once whatever the first send did.
-	rid string
-	at  time.Duration // when acquired, since epoch (only while events are observed)
-	ext *acqExt       // for a fixed lease, or a ctx taken with one that carries holds
+	rid    string
+	waited bool          // it waited for the object, listening: a release may clear what waits leave
+	at     time.Duration // when acquired, since epoch (only while events are observed)
+	ext    *acqExt       // for a fixed lease, or a ctx taken with one that carries holds
 }
 
 // acqExt is what an acquisition with a fixed lease, or taken through other holds, needs beyond the

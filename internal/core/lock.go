@@ -43,6 +43,8 @@ import (
 //     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
 //     waiter may have queued).
 //
+// A release also gets "waits": '1' when the acquisition it releases had waited for the lock.
+//
 // The replies: an acquisition answers {1, count, token} when acquired (or the count alone when it
 // took no token), {0, ms} or {0, ms, score} when not (try again within ms; score: of the record the
 // try left), {2} when the owner holds the lock and re-entry is not allowed, {3} when it is refused
@@ -65,8 +67,9 @@ type Spec struct {
 	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
 	// ARGV[1], the TTL), "force", "leave" (optional: after a wait that did not acquire, and to give
 	// back a hand-over that nobody took), "extend" (a hold's new lease, kept under the call's memo),
-	// and "list" (optional: lists the Client among the lock's "clients" before its waiters
-	// subscribe, see attempt.List).
+	// "list" (optional: lists the Client among the lock's "clients" before its waiters subscribe,
+	// see attempt.List), and "state" (reads, and refuses a name that holds other data: {pttl, the
+	// hold count of "field"}, -2 when free, and whatever the kind adds).
 	Scripts map[string]*lua.Script
 	Policy  pubsub.Policy // how many waiters a message on the channel wakes
 	Shared  bool          // several owners hold at once (read holds)
@@ -101,10 +104,11 @@ const (
 	sLeave
 	sExtend
 	sList
+	sState
 	nScripts
 )
 
-var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend", "list"}
+var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend", "list", "state"}
 
 // The values a call gives its scripts.
 const (
@@ -439,7 +443,9 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	if err != nil {
 		m.done(err)
 		h.abort(lease == 0)
-		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
+		// An acquisition that Redis refused at every try has no record or place to leave.
+		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
+			(a.placed.Load() || !isRedisError(err)) {
 			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], a.v[vRid], "1") })
 		}
 		return nil, err
@@ -447,6 +453,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	if l.keptMemo(a.count, held) {
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
+	a.acq.waited = a.v[vTag] != ""
 	heldCtx := h.commit(ctx, &a.acq, lease, start, fresh)
 	m.done(nil)
 	if l.fenced {
@@ -457,15 +464,16 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 
 // attempt is one acquisition under way: its tries, and its record when it waits.
 type attempt struct {
-	acq   acq // what the hold records once acquired, in the same allocation; acq.h is set at enter
-	l     *Lock
-	held  int // what Redis counted for the owner before it
-	v     call
-	tried atomic.Bool // a try was sent (one that runs apart may still be on its way)
-	score int64       // of the record the last failed try left: a hand-over must come after it
-	count int64       // the owner's count once acquired
-	token int64
-	next  func() time.Duration // a spinning waiter's back-off policy, once a try failed
+	acq    acq // what the hold records once acquired, in the same allocation; acq.h is set at enter
+	l      *Lock
+	held   int // what Redis counted for the owner before it
+	v      call
+	tried  atomic.Bool // a try was sent (one that runs apart may still be on its way)
+	placed atomic.Bool // a try was answered without acquiring: it may have left a record, a place
+	score  int64       // of the record the last failed try left: a hand-over must come after it
+	count  int64       // the owner's count once acquired
+	token  int64
+	next   func() time.Duration // a spinning waiter's back-off policy, once a try failed
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -488,6 +496,9 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	var buf [16]string // Send copies what it keeps: the args stay on the stack
 	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
 	t, err := readTry(reply)
+	if err == nil && !t.acquired {
+		a.placed.Store(true)
+	}
 	switch {
 	case t.acquired:
 		a.count, a.token = t.count, t.token
@@ -662,7 +673,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
 	}
 	var v call
-	err := l.c.release(ctx, holdID{l.holdKey, owner, l.spec.Suffix}, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
+	id := holdID{l.holdKey, owner, l.spec.Suffix}
+	if a := acqIn(ctx, l.c, id); a != nil && a.waited {
+		v[vWaits] = "1"
+	}
+	err := l.c.release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
 		if field == "" {
 			field, lease = l.field(owner), l.lease // a hold this client keeps no record of
 		}
@@ -757,24 +772,53 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	return nil
 }
 
+// State reads the lock with its "state" script for ctx's owner (none: ""), and returns the reply:
+// {pttl, the owner's hold count, ...}, pttl -2 when free. A name that holds other data is refused.
+func (l *Lock) State(ctx context.Context) ([]int64, error) {
+	if ctx == nil {
+		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	field := ""
+	if owner, ok := OwnerID(ctx); ok {
+		field = l.field(owner)
+	}
+	return l.state(ctx, field)
+}
+
+// state is State for the owner whose field is field ("": none).
+func (l *Lock) state(ctx context.Context, field string) ([]int64, error) {
+	v := call{vField: field}
+	res, err := l.c.QueryScript(ctx, l.plan.scripts[sState].s, l.keysOf(sState), l.argsOf(sState, &v)).AsIntSlice()
+	if err == nil && len(res) < 2 {
+		err = fmt.Errorf("redisync: unexpected reply %v", res)
+	}
+	if err != nil {
+		return nil, Errorf(l.spec.Kind, l.name, err)
+	}
+	return res, nil
+}
+
 // IsLocked reports whether anyone holds the lock: whether its hash exists.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	n, err := l.c.Query(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	st, err := l.State(ctx)
 	if err != nil {
-		return false, Errorf(l.spec.Kind, l.name, err)
+		return false, err
 	}
-	return n == 1, nil
+	return st[0] != -2, nil
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). ctx is used
 // detached from its cancellation, as Unlock does: a hold's ctx ends when the hold does, which is
 // when a caller most wants to ask.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	owner, ok := OwnerID(ctx)
-	if !ok {
-		return 0, nil
+	if ctx == nil {
+		return 0, Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	return l.HoldCountOf(ctx, owner)
+	field := ""
+	if owner, ok := OwnerID(ctx); ok {
+		field = l.field(owner)
+	}
+	return l.holdCount(ctx, field)
 }
 
 // HoldCountOf returns how many times owner, an owner of this Client, holds the lock (Redisson's
@@ -783,31 +827,32 @@ func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
 	if ctx == nil {
 		return 0, Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	field := l.field(owner)
-	n, err := l.c.Query(detach(ctx), l.c.rdb.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
+	return l.holdCount(ctx, l.field(owner))
+}
+
+func (l *Lock) holdCount(ctx context.Context, field string) (int, error) {
+	st, err := l.state(detach(ctx), field)
 	if err != nil {
-		return 0, Errorf(l.spec.Kind, l.name, err)
+		return 0, err
 	}
-	return int(n), nil
+	return int(st[1]), nil
 }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it has no expiry.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	ms, err := l.c.Query(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	st, err := l.State(ctx)
 	if err != nil {
-		return 0, Errorf(l.spec.Kind, l.name, err)
+		return 0, err
 	}
-	switch ms {
+	switch ms := st[0]; ms {
 	case -2:
 		return 0, nil
 	case -1:
 		return -1, nil
+	default:
+		return time.Duration(ms) * time.Millisecond, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Token returns the fencing token of the acquisition ctx came from.

@@ -56,8 +56,11 @@ func (c *Client) SendAcquiring(ctx context.Context, s *lua.Script, keys, args []
 }
 
 func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
+	if c.isClosed() {
+		return rueidis.NewErrorResult(ErrClosed)
+	}
 	if ctx.Done() == nil {
-		return c.send(ctx, s, keys, args, acquires, RetryBound)
+		return c.closing(c.send(ctx, s, keys, args, acquires, RetryBound))
 	}
 	// The call may outlive this one: it gets copies, so that callers may pass buffers of their own.
 	k, a := slices.Clone(keys), slices.Clone(args)
@@ -67,10 +70,18 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 	}
 	select {
 	case res := <-done:
-		return res
+		return c.closing(res)
 	case <-ctx.Done():
 		return rueidis.NewErrorResult(context.Cause(ctx))
 	}
+}
+
+// closing returns ErrClosed for a call whose connection failed because Close closed it.
+func (c *Client) closing(res rueidis.RedisResult) rueidis.RedisResult {
+	if err := res.Error(); err != nil && isConnectionError(err) && c.isClosed() {
+		return rueidis.NewErrorResult(ErrClosed)
+	}
+	return res
 }
 
 // send runs the call on ctx, which must not end before the call does, sending it again after
@@ -158,6 +169,12 @@ func isConnectionError(err error) bool {
 		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, rueidis.ErrClosing) || errors.As(err, &ne)
+}
+
+// isRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
+func isRedisError(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
 }
 
 // RequestID returns an id no call of any client used before: this client's UUID and a counter. It

@@ -94,6 +94,9 @@ type Kind struct {
 	// Queries returns the kind's own read-only calls beyond Lock's (a fair lock's Waiting), which
 	// must fail on a dead server within the bound of every query.
 	Queries func(l Lock) map[string]func(ctx context.Context) error
+	// Layout names the kind's data under its name, as testkit.Foreign names layouts ("lock":
+	// Redisson's lock hash, "rwlock"): every other data under the name is refused.
+	Layout string
 }
 
 // waits reports whether an acquisition of the kind waits on c, which holds nothing else.
