@@ -46,9 +46,13 @@ type fuzzCall struct {
 func lockCalls(l, rival interface {
 	Lock(ctx context.Context) (context.Context, error)
 	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Extend(ctx context.Context, lease time.Duration) error
 	Unlock(ctx context.Context) error
 	ForceUnlock(ctx context.Context) (bool, error)
 	IsLocked(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
 	HoldCount(ctx context.Context) (int, error)
 	TTL(ctx context.Context) (time.Duration, error)
 }) []fuzzCall {
@@ -61,7 +65,22 @@ func lockCalls(l, rival interface {
 	return []fuzzCall{
 		{"Lock", func(ctx context.Context) error { return held(l.Lock(ctx)) }},
 		{"TryLock", func(ctx context.Context) error { return held(l.TryLock(ctx, 0)) }},
+		{"LockFor", func(ctx context.Context) error { return held(l.LockFor(ctx, time.Minute)) }},
+		{"TryLockFor", func(ctx context.Context) error { return held(l.TryLockFor(ctx, 0, time.Minute)) }},
+		{"Extend", func(ctx context.Context) error {
+			h, err := l.Lock(ctx)
+			if err != nil {
+				return err
+			}
+			return errors.Join(l.Extend(h, time.Minute), l.Unlock(h))
+		}},
+		{"Extend of an owner that holds nothing", func(ctx context.Context) error { return l.Extend(redisync.WithOwner(ctx), time.Minute) }},
 		{"IsLocked", func(ctx context.Context) error { _, err := l.IsLocked(ctx); return err }},
+		{"IsHeldBy", func(ctx context.Context) error {
+			owner, _ := redisync.OwnerID(redisync.WithOwner(ctx))
+			_, err := l.IsHeldBy(ctx, owner)
+			return err
+		}},
 		{"HoldCount", func(ctx context.Context) error { _, err := l.HoldCount(redisync.WithOwner(ctx)); return err }},
 		{"TTL", func(ctx context.Context) error { _, err := l.TTL(ctx); return err }},
 		{"Unlock", func(ctx context.Context) error { return l.Unlock(redisync.WithOwner(ctx)) }},
@@ -153,6 +172,14 @@ var fuzzedPrimitives = []fuzzed{
 				}
 				return e.Release(ctx, ids...)
 			}},
+			{"AcquireFor", func(ctx context.Context) error {
+				ids, err := e.TryAcquireFor(ctx, 1, 50*time.Millisecond, time.Minute)
+				if err != nil {
+					return err
+				}
+				return e.Release(ctx, ids...)
+			}},
+			{"Do", func(ctx context.Context) error { return e.Do(ctx, 1, func(context.Context) error { return nil }) }},
 			{"Permits", func(ctx context.Context) error { _, err := e.Permits(ctx); return err }},
 			{"AddPermits", func(ctx context.Context) error { return e.AddPermits(ctx, 1) }},
 			{"Expire", func(ctx context.Context) error { _, err := e.Expire(ctx, time.Minute); return err }},

@@ -29,17 +29,35 @@ func lockerCalls(l interface {
 			_, err := l.Lock(ctx)
 			return err
 		},
-		"TryLock":             func() error { _, err := l.TryLock(ctx, 0); return err },
-		"TryLock with a wait": func() error { _, err := l.TryLock(ctx, time.Minute); return err },
-		"IsHeld":              func() error { _, err := l.IsHeld(owner); return err },
-		"Do":                  func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
+		"LockFor": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.LockFor(ctx, time.Minute)
+			return err
+		},
+		"TryLock":                func() error { _, err := l.TryLock(ctx, 0); return err },
+		"TryLock with a wait":    func() error { _, err := l.TryLock(ctx, time.Minute); return err },
+		"TryLockFor":             func() error { _, err := l.TryLockFor(ctx, 0, time.Minute); return err },
+		"TryLockFor with a wait": func() error { _, err := l.TryLockFor(ctx, time.Minute, time.Minute); return err },
+		"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
+		"IsHeldBy":               func() error { _, err := l.IsHeldBy(ctx, ownerID(owner)); return err },
+		"IsLocked":               func() error { _, err := l.IsLocked(ctx); return err },
+		"ForceUnlock":            func() error { _, err := l.ForceUnlock(ctx); return err },
+		"Do":                     func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
 	}
 	if g, ok := l.(*Group); ok {
+		// A composite's Unlock and Extend need a hold of its own, which it keeps in the ctx: a
+		// Group's go to Redis.
 		calls["Unlock"] = func() error { return g.Unlock(owner) }
-		calls["ForceUnlock"] = func() error { _, err := g.ForceUnlock(ctx); return err }
-		calls["IsLocked"] = func() error { _, err := g.IsLocked(ctx); return err }
+		calls["Extend"] = func() error { return g.Extend(owner, time.Minute) }
 	}
 	return calls
+}
+
+// ownerID is the owner id that ctx carries.
+func ownerID(ctx context.Context) int64 {
+	id, _ := redisync.OwnerID(ctx)
+	return id
 }
 
 // TestGroupCollidingNames: on a group that holds anything but a group lock's hash (an application's

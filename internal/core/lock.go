@@ -735,7 +735,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // its answer under the call's memo); it returns ErrNotHeld when the owner does not hold the lock.
 // When ctx carries an acquisition of the lock with a fixed lease, the end of that lease, its ctx's
 // deadline, moves on to match (never back); an acquisition whose lease already ended, or that was
-// released, is ErrNotHeld without a command.
+// released, is ErrNotHeld without a command, and after Close ErrClosed, as every call answers then.
 func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if ctx == nil {
 		return Invalid(l.spec.Kind, l.name, "nil context")
@@ -746,6 +746,9 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	owner, ok := OwnerID(ctx)
 	if !ok {
 		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+	}
+	if err := l.c.Closed(); err != nil {
+		return Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
 	}
 	a := acqIn(ctx, l.c, holdID{l.holdKey, owner, l.spec.Suffix})
 	if a != nil && !a.extended(time.Time{}, 0) {

@@ -40,14 +40,24 @@ func (s *Suite) TestCollidingNames() {
 						_, err := l.Lock(ctx)
 						return err
 					},
-					"TryLock":             func() error { _, err := l.TryLock(context.Background(), 0); return err },
-					"TryLock with a wait": func() error { _, err := l.TryLock(context.Background(), time.Minute); return err },
-					"Unlock":              func() error { return l.Unlock(owner) },
-					"ForceUnlock":         func() error { _, err := l.ForceUnlock(context.Background()); return err },
-					"IsLocked":            func() error { _, err := l.IsLocked(context.Background()); return err },
-					"IsHeld":              func() error { _, err := l.IsHeld(owner); return err },
-					"HoldCount":           func() error { _, err := l.HoldCount(owner); return err },
-					"TTL":                 func() error { _, err := l.TTL(context.Background()); return err },
+					"LockFor": func() error {
+						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+						defer cancel()
+						_, err := l.LockFor(ctx, time.Minute)
+						return err
+					},
+					"TryLock":                func() error { _, err := l.TryLock(context.Background(), 0); return err },
+					"TryLock with a wait":    func() error { _, err := l.TryLock(context.Background(), time.Minute); return err },
+					"TryLockFor":             func() error { _, err := l.TryLockFor(context.Background(), 0, time.Minute); return err },
+					"TryLockFor with a wait": func() error { _, err := l.TryLockFor(context.Background(), time.Minute, time.Minute); return err },
+					"Extend":                 func() error { return l.Extend(owner, time.Minute) },
+					"Unlock":                 func() error { return l.Unlock(owner) },
+					"ForceUnlock":            func() error { _, err := l.ForceUnlock(context.Background()); return err },
+					"IsLocked":               func() error { _, err := l.IsLocked(context.Background()); return err },
+					"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
+					"IsHeldBy":               func() error { _, err := l.IsHeldBy(context.Background(), ownerID(owner)); return err },
+					"HoldCount":              func() error { _, err := l.HoldCount(owner); return err },
+					"TTL":                    func() error { _, err := l.TTL(context.Background()); return err },
 					"Do": func() error {
 						return l.Do(context.Background(), func(context.Context) error { ran = true; return nil })
 					},
@@ -105,11 +115,15 @@ func (s *Suite) TestAfterClose() {
 		ran := false
 		for what, call := range map[string]func() error{
 			"Lock":        func() error { _, err := l.Lock(context.Background()); return err },
+			"LockFor":     func() error { _, err := l.LockFor(context.Background(), time.Minute); return err },
 			"TryLock":     func() error { _, err := l.TryLock(context.Background(), time.Second); return err },
+			"TryLockFor":  func() error { _, err := l.TryLockFor(context.Background(), time.Second, time.Minute); return err },
+			"Extend":      func() error { return l.Extend(held, time.Minute) },
 			"Unlock":      func() error { return l.Unlock(held) },
 			"ForceUnlock": func() error { _, err := l.ForceUnlock(context.Background()); return err },
 			"IsLocked":    func() error { _, err := l.IsLocked(context.Background()); return err },
 			"IsHeld":      func() error { _, err := l.IsHeld(held); return err },
+			"IsHeldBy":    func() error { _, err := l.IsHeldBy(context.Background(), ownerID(held)); return err },
 			"HoldCount":   func() error { _, err := l.HoldCount(held); return err },
 			"TTL":         func() error { _, err := l.TTL(context.Background()); return err },
 			"Do": func() error {
@@ -188,4 +202,10 @@ func (s *Suite) ownQueries(l Lock) map[string]func(ctx context.Context) error {
 		return nil
 	}
 	return s.Kind.Queries(l)
+}
+
+// ownerID is the owner id that ctx carries.
+func ownerID(ctx context.Context) int64 {
+	id, _ := redisync.OwnerID(ctx)
+	return id
 }
