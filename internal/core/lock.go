@@ -575,19 +575,26 @@ func (a *attempt) Tag() string {
 // the lock's channel against the clients listed, and takes anyone beyond them for a Java waiter
 // (rlock_wake.lua): a Client that listened before it was listed, for the round trip between its
 // subscription and its next try, passed for one, and the release left the lock free for a Java
-// turn that nobody took. Listed first, a Client never counts as more than itself.
-func (a *attempt) List(ctx context.Context) {
+// turn that nobody took. Listed first, a Client never counts as more than itself. A record that Redis
+// refuses to list it in (it holds other data) is the wait's error, before it subscribes; a listing
+// that got no answer is made again by the next try.
+func (a *attempt) List(ctx context.Context) error {
 	l, c := a.l, a.l.c
 	s := l.plan.scripts[sList].s
 	if s == nil || !l.handOver || !c.listAgain(l.clients, pubsub.Linger/2) {
-		return
+		return nil
 	}
 	sent := time.Now()
 	v := call{vLinger: lingerMs}
 	var buf [4]string
-	if c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error() == nil {
+	err := c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error()
+	switch {
+	case err == nil:
 		c.listed(l.clients, sent, pubsub.Linger/2)
+	case isRedisError(err):
+		return err
 	}
+	return nil
 }
 
 // Claim takes a hand-over made after the last try (see GrantFor).
