@@ -91,10 +91,8 @@ func (h *hold) held() bool {
 	return h.ended == nil && (h.ctx.Err() == nil || h.parent.Err() != nil)
 }
 
-// isHeld reports whether ctx's owner holds at least quorum of locks, asked concurrently (they are
-// usually on different servers), and whether the hold of composite that ctx comes from, if any, has
-// not ended. The errors of the locks that could not be asked count only without a quorum; a refusal
-// (isFatal) always does.
+// isHeld reports whether ctx's owner holds at least quorum of locks (atLeast), and whether the hold
+// of composite that ctx comes from, if any, has not ended.
 func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (bool, error) {
 	if h := holdOf(ctx, composite); h != nil && !h.held() {
 		return false, nil
@@ -102,24 +100,22 @@ func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (boo
 	if _, ok := core.OwnerID(ctx); !ok {
 		return false, nil // nobody asks: nothing can be held
 	}
-	n, errs, refused := ask(locks, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
+	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
+}
+
+// isHeldBy reports whether owner holds at least quorum of locks, as isHeld does.
+func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (bool, error) {
+	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
+}
+
+// atLeast reports whether at least quorum of locks answer q true, asked concurrently. The errors of
+// the locks that could not be asked count only without a quorum; a refusal (see ask) always does.
+func atLeast(locks []Locker, quorum int, q func(Locker) (bool, error)) (bool, error) {
+	n, errs, refused := ask(locks, q)
 	switch {
 	case refused != nil:
 		return false, refused
 	case n >= quorum:
-		return true, nil
-	}
-	return false, errors.Join(errs...)
-}
-
-// isHeldBy reports whether owner holds at least quorum of locks, asked concurrently. The errors of
-// the locks that could not be asked count only without a quorum; a refusal always does.
-func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (bool, error) {
-	held, errs, refused := ask(locks, func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
-	switch {
-	case refused != nil:
-		return false, refused
-	case held >= quorum:
 		return true, nil
 	}
 	return false, errors.Join(errs...)
