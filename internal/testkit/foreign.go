@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/core"
 )
 
 // Foreign is data that is not a primitive's, as it may already be under the primitive's name or one
@@ -102,6 +104,17 @@ func NoInternals(t testing.TB, what string, err error) {
 	}
 }
 
+// OwnRefusal fails the test unless err carries a script's own refusal of what it found (refuse.lua's
+// "WRONGTYPE redisync:<what> <key>"), rather than Redis's WRONGTYPE from a command the script ran
+// into: that one says nothing of what the key holds, and a script may have written before it.
+func OwnRefusal(t testing.TB, what string, err error) {
+	t.Helper()
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "WRONGTYPE redisync:") {
+		t.Errorf("%s: %v, want the script's own refusal", what, err)
+	}
+}
+
 // Calls are a primitive's methods, each called with its arguments, by name.
 type Calls map[string]func() error
 
@@ -115,5 +128,19 @@ func RequireAll(t testing.TB, want error, calls Calls) {
 			t.Errorf("%s: %v, want %v", what, err, want)
 		}
 		NoInternals(t, what, err)
+	}
+}
+
+// RequireRefusals is RequireAll for redisync.ErrWrongType where every call must fail by its script's
+// own refusal (OwnRefusal).
+func RequireRefusals(t testing.TB, calls Calls) {
+	t.Helper()
+	for _, what := range slices.Sorted(maps.Keys(calls)) {
+		err := calls[what]()
+		if !errors.Is(err, core.ErrWrongType) {
+			t.Errorf("%s: %v, want %v", what, err, core.ErrWrongType)
+		}
+		NoInternals(t, what, err)
+		OwnRefusal(t, what, err)
 	}
 }

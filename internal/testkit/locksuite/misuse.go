@@ -17,8 +17,8 @@ import (
 
 // TestCollidingNames: on a name that holds data of another type (an application's string, hash,
 // list...) or another primitive's layout, every method refuses with redisync.ErrWrongType, saying
-// what it found and never a script's internals, at once (Lock does not wait), and changes nothing
-// under the name or beside it.
+// what it found (its script's own refusal) and never a script's internals, at once (Lock does not
+// wait), and changes nothing under the name or beside it.
 func (s *Suite) TestCollidingNames() {
 	require.NotEmpty(s.T(), s.Kind.Layout, "the kind names its layout")
 	s.each(func(t *testing.T, tg *testkit.Target) {
@@ -65,11 +65,13 @@ func (s *Suite) TestCollidingNames() {
 					err := call()
 					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
 					testkit.NoInternals(t, what, err)
+					testkit.OwnRefusal(t, what, err)
 				}
 				for what, query := range s.ownQueries(l) {
 					err := query(context.Background())
 					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
 					testkit.NoInternals(t, what, err)
+					testkit.OwnRefusal(t, what, err)
 				}
 				require.False(t, ran, "Do ran fn")
 				require.Equal(t, before, tg.State(t, rdb, n), "the name's keys after every method")
