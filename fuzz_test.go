@@ -221,6 +221,36 @@ var fuzzedPrimitives = []fuzzed{
 		calls := lockCalls(groupLock{g}, groupLock{must(multilock.NewGroup(h, n, []string{"b"}))})
 		return append(calls, fuzzCall{"IsHeld", func(ctx context.Context) error { _, err := g.IsHeld(redisync.WithOwner(ctx)); return err }})
 	}},
+	{name: "multilock and redlock", keys: func(n string) []fuzzKey {
+		return []fuzzKey{{n + "/a", "hash"}, {n + "/b", "hash"}, {"redisync_lock_clients:{" + n + "/b}", "zset"}}
+	}, calls: func(t *testing.T, c, h *redisync.Client, n string) []fuzzCall {
+		subs := func(c *redisync.Client) []multilock.Locker {
+			var ls []multilock.Locker
+			for _, s := range []string{"/a", "/b", "/c"} {
+				ls = append(ls, must(rlock.New(c, n+s)))
+			}
+			return ls
+		}
+		calls := lockCalls(compositeLock{must(multilock.New(subs(c)...))}, compositeLock{must(multilock.New(subs(h)...))})
+		return append(calls, lockCalls(compositeLock{must(multilock.NewRedLock(subs(c)...))}, compositeLock{must(multilock.NewRedLock(subs(h)...))})...)
+	}},
+}
+
+// compositeLock is a MultiLock or RedLock with the methods of a lock that it does not have: HoldCount
+// and Extend read whether it is held, TTL whether it is locked, which is what they would read.
+type compositeLock struct{ multilock.Locker }
+
+func (m compositeLock) HoldCount(ctx context.Context) (int, error) {
+	_, err := m.IsHeld(ctx)
+	return 0, err
+}
+func (m compositeLock) Extend(ctx context.Context, _ time.Duration) error {
+	_, err := m.IsHeld(ctx)
+	return err
+}
+func (m compositeLock) TTL(ctx context.Context) (time.Duration, error) {
+	_, err := m.IsLocked(ctx)
+	return 0, err
 }
 
 // groupLock is a Group with the methods of a lock that it does not have: HoldCount and TTL read
