@@ -32,36 +32,7 @@ func (s *Suite) TestCollidingNames() {
 				l := s.newLock(t, c, n, Options{})
 				owner := redisync.WithOwner(context.Background())
 				ran := false
-				for what, call := range map[string]func() error{
-					"Lock": func() error {
-						// Not waited for: a wait would end with the deadline, not ErrWrongType.
-						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-						defer cancel()
-						_, err := l.Lock(ctx)
-						return err
-					},
-					"LockFor": func() error {
-						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-						defer cancel()
-						_, err := l.LockFor(ctx, time.Minute)
-						return err
-					},
-					"TryLock":                func() error { _, err := l.TryLock(context.Background(), 0); return err },
-					"TryLock with a wait":    func() error { _, err := l.TryLock(context.Background(), time.Minute); return err },
-					"TryLockFor":             func() error { _, err := l.TryLockFor(context.Background(), 0, time.Minute); return err },
-					"TryLockFor with a wait": func() error { _, err := l.TryLockFor(context.Background(), time.Minute, time.Minute); return err },
-					"Extend":                 func() error { return l.Extend(owner, time.Minute) },
-					"Unlock":                 func() error { return l.Unlock(owner) },
-					"ForceUnlock":            func() error { _, err := l.ForceUnlock(context.Background()); return err },
-					"IsLocked":               func() error { _, err := l.IsLocked(context.Background()); return err },
-					"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
-					"IsHeldBy":               func() error { _, err := l.IsHeldBy(context.Background(), ownerID(owner)); return err },
-					"HoldCount":              func() error { _, err := l.HoldCount(owner); return err },
-					"TTL":                    func() error { _, err := l.TTL(context.Background()); return err },
-					"Do": func() error {
-						return l.Do(context.Background(), func(context.Context) error { ran = true; return nil })
-					},
-				} {
+				for what, call := range lockCalls(l, owner, &ran) {
 					err := call()
 					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
 					testkit.NoInternals(t, what, err)
@@ -115,23 +86,7 @@ func (s *Suite) TestAfterClose() {
 		held := lock(t, l, context.Background())
 		require.NoError(t, c.Close())
 		ran := false
-		for what, call := range map[string]func() error{
-			"Lock":        func() error { _, err := l.Lock(context.Background()); return err },
-			"LockFor":     func() error { _, err := l.LockFor(context.Background(), time.Minute); return err },
-			"TryLock":     func() error { _, err := l.TryLock(context.Background(), time.Second); return err },
-			"TryLockFor":  func() error { _, err := l.TryLockFor(context.Background(), time.Second, time.Minute); return err },
-			"Extend":      func() error { return l.Extend(held, time.Minute) },
-			"Unlock":      func() error { return l.Unlock(held) },
-			"ForceUnlock": func() error { _, err := l.ForceUnlock(context.Background()); return err },
-			"IsLocked":    func() error { _, err := l.IsLocked(context.Background()); return err },
-			"IsHeld":      func() error { _, err := l.IsHeld(held); return err },
-			"IsHeldBy":    func() error { _, err := l.IsHeldBy(context.Background(), ownerID(held)); return err },
-			"HoldCount":   func() error { _, err := l.HoldCount(held); return err },
-			"TTL":         func() error { _, err := l.TTL(context.Background()); return err },
-			"Do": func() error {
-				return l.Do(context.Background(), func(context.Context) error { ran = true; return nil })
-			},
-		} {
+		for what, call := range lockCalls(l, held, &ran) {
 			require.ErrorIs(t, call(), redisync.ErrClosed, "%s after Close", what)
 		}
 		for what, query := range s.ownQueries(l) {
@@ -196,6 +151,40 @@ func (s *Suite) TestNoKeyAfterTheLastRelease() {
 			return nil
 		})
 	})
+}
+
+// lockCalls are every method of l, by name: owner is a ctx of an owner (one that holds l, or none), and
+// ran is set when Do runs its fn.
+func lockCalls(l Lock, owner context.Context, ran *bool) map[string]func() error {
+	ctx := context.Background()
+	return map[string]func() error{
+		"Lock": func() error {
+			// Not waited for: a wait would end with the deadline, not the error.
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.Lock(ctx)
+			return err
+		},
+		"LockFor": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.LockFor(ctx, time.Minute)
+			return err
+		},
+		"TryLock":                func() error { _, err := l.TryLock(ctx, 0); return err },
+		"TryLock with a wait":    func() error { _, err := l.TryLock(ctx, time.Minute); return err },
+		"TryLockFor":             func() error { _, err := l.TryLockFor(ctx, 0, time.Minute); return err },
+		"TryLockFor with a wait": func() error { _, err := l.TryLockFor(ctx, time.Minute, time.Minute); return err },
+		"Extend":                 func() error { return l.Extend(owner, time.Minute) },
+		"Unlock":                 func() error { return l.Unlock(owner) },
+		"ForceUnlock":            func() error { _, err := l.ForceUnlock(ctx); return err },
+		"IsLocked":               func() error { _, err := l.IsLocked(ctx); return err },
+		"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
+		"IsHeldBy":               func() error { _, err := l.IsHeldBy(ctx, ownerID(owner)); return err },
+		"HoldCount":              func() error { _, err := l.HoldCount(owner); return err },
+		"TTL":                    func() error { _, err := l.TTL(ctx); return err },
+		"Do":                     func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
+	}
 }
 
 // ownQueries returns the kind's own queries of l (Kind.Queries), none when it has none.
