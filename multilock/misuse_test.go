@@ -16,35 +16,8 @@ import (
 
 // lockerCalls are every method of a lock of this package (a Group, a MultiLock, a RedLock): owner
 // is a ctx of an owner that holds nothing.
-func lockerCalls(l interface {
-	Locker
-	Do(ctx context.Context, fn func(ctx context.Context) error) error
-}, owner context.Context, ran *bool) testkit.Calls {
-	ctx := context.Background()
-	calls := testkit.Calls{
-		"Lock": func() error {
-			// Not waited for: a wait would end with the deadline, not the refusal.
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			_, err := l.Lock(ctx)
-			return err
-		},
-		"LockFor": func() error {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			_, err := l.LockFor(ctx, time.Minute)
-			return err
-		},
-		"TryLock":                func() error { _, err := l.TryLock(ctx, 0); return err },
-		"TryLock with a wait":    func() error { _, err := l.TryLock(ctx, time.Minute); return err },
-		"TryLockFor":             func() error { _, err := l.TryLockFor(ctx, 0, time.Minute); return err },
-		"TryLockFor with a wait": func() error { _, err := l.TryLockFor(ctx, time.Minute, time.Minute); return err },
-		"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
-		"IsHeldBy":               func() error { _, err := l.IsHeldBy(ctx, ownerID(owner)); return err },
-		"IsLocked":               func() error { _, err := l.IsLocked(ctx); return err },
-		"ForceUnlock":            func() error { _, err := l.ForceUnlock(ctx); return err },
-		"Do":                     func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
-	}
+func lockerCalls(l testkit.Locker, owner context.Context, ran *bool) testkit.Calls {
+	calls := testkit.LockerCalls(l, owner, ran)
 	if g, ok := l.(*Group); ok {
 		// A composite's Unlock and Extend need a hold of its own, which it keeps in the ctx: a
 		// Group's go to Redis.
@@ -52,12 +25,6 @@ func lockerCalls(l interface {
 		calls["Extend"] = func() error { return g.Extend(owner, time.Minute) }
 	}
 	return calls
-}
-
-// ownerID is the owner id that ctx carries.
-func ownerID(ctx context.Context) int64 {
-	id, _ := redisync.OwnerID(ctx)
-	return id
 }
 
 // TestGroupCollidingNames: on a group that holds anything but a group lock's hash (an application's

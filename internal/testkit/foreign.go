@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 )
 
@@ -117,6 +119,49 @@ func OwnRefusal(t testing.TB, what string, err error) {
 
 // Calls are a primitive's methods, each called with its arguments, by name.
 type Calls map[string]func() error
+
+// Locker is what every lock has, composites included.
+type Locker interface {
+	Lock(ctx context.Context) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	IsHeld(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
+	IsLocked(ctx context.Context) (bool, error)
+	ForceUnlock(ctx context.Context) (bool, error)
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// LockerCalls are the methods of Locker on l: owner is a ctx of an owner (one that holds l, or
+// none), and ran is set when Do runs its fn. Lock does not wait: a wait would end with its deadline.
+func LockerCalls(l Locker, owner context.Context, ran *bool) Calls {
+	ctx := context.Background()
+	id, _ := redisync.OwnerID(owner)
+	return Calls{
+		"Lock": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.Lock(ctx)
+			return err
+		},
+		"LockFor": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.LockFor(ctx, time.Minute)
+			return err
+		},
+		"TryLock":                func() error { _, err := l.TryLock(ctx, 0); return err },
+		"TryLock with a wait":    func() error { _, err := l.TryLock(ctx, time.Minute); return err },
+		"TryLockFor":             func() error { _, err := l.TryLockFor(ctx, 0, time.Minute); return err },
+		"TryLockFor with a wait": func() error { _, err := l.TryLockFor(ctx, time.Minute, time.Minute); return err },
+		"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
+		"IsHeldBy":               func() error { _, err := l.IsHeldBy(ctx, id); return err },
+		"IsLocked":               func() error { _, err := l.IsLocked(ctx); return err },
+		"ForceUnlock":            func() error { _, err := l.ForceUnlock(ctx); return err },
+		"Do":                     func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
+	}
+}
 
 // RequireAll runs every call and fails the test unless each returns an error matching want, whose
 // message shows no internals.

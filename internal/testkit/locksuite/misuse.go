@@ -153,38 +153,15 @@ func (s *Suite) TestNoKeyAfterTheLastRelease() {
 	})
 }
 
-// lockCalls are every method of l, by name: owner is a ctx of an owner (one that holds l, or none), and
-// ran is set when Do runs its fn.
-func lockCalls(l Lock, owner context.Context, ran *bool) map[string]func() error {
-	ctx := context.Background()
-	return map[string]func() error{
-		"Lock": func() error {
-			// Not waited for: a wait would end with the deadline, not the error.
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			_, err := l.Lock(ctx)
-			return err
-		},
-		"LockFor": func() error {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			_, err := l.LockFor(ctx, time.Minute)
-			return err
-		},
-		"TryLock":                func() error { _, err := l.TryLock(ctx, 0); return err },
-		"TryLock with a wait":    func() error { _, err := l.TryLock(ctx, time.Minute); return err },
-		"TryLockFor":             func() error { _, err := l.TryLockFor(ctx, 0, time.Minute); return err },
-		"TryLockFor with a wait": func() error { _, err := l.TryLockFor(ctx, time.Minute, time.Minute); return err },
-		"Extend":                 func() error { return l.Extend(owner, time.Minute) },
-		"Unlock":                 func() error { return l.Unlock(owner) },
-		"ForceUnlock":            func() error { _, err := l.ForceUnlock(ctx); return err },
-		"IsLocked":               func() error { _, err := l.IsLocked(ctx); return err },
-		"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
-		"IsHeldBy":               func() error { _, err := l.IsHeldBy(ctx, ownerID(owner)); return err },
-		"HoldCount":              func() error { _, err := l.HoldCount(owner); return err },
-		"TTL":                    func() error { _, err := l.TTL(ctx); return err },
-		"Do":                     func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
-	}
+// lockCalls are every method of l, by name: owner is a ctx of an owner (one that holds l, or none),
+// and ran is set when Do runs its fn.
+func lockCalls(l Lock, owner context.Context, ran *bool) testkit.Calls {
+	calls := testkit.LockerCalls(l, owner, ran)
+	calls["Extend"] = func() error { return l.Extend(owner, time.Minute) }
+	calls["Unlock"] = func() error { return l.Unlock(owner) }
+	calls["HoldCount"] = func() error { _, err := l.HoldCount(owner); return err }
+	calls["TTL"] = func() error { _, err := l.TTL(context.Background()); return err }
+	return calls
 }
 
 // ownQueries returns the kind's own queries of l (Kind.Queries), none when it has none.
@@ -193,10 +170,4 @@ func (s *Suite) ownQueries(l Lock) map[string]func(ctx context.Context) error {
 		return nil
 	}
 	return s.Kind.Queries(l)
-}
-
-// ownerID is the owner id that ctx carries.
-func ownerID(ctx context.Context) int64 {
-	id, _ := redisync.OwnerID(ctx)
-	return id
 }
