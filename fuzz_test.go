@@ -46,9 +46,13 @@ type fuzzCall struct {
 func lockCalls(l, rival interface {
 	Lock(ctx context.Context) (context.Context, error)
 	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Extend(ctx context.Context, lease time.Duration) error
 	Unlock(ctx context.Context) error
 	ForceUnlock(ctx context.Context) (bool, error)
 	IsLocked(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
 	HoldCount(ctx context.Context) (int, error)
 	TTL(ctx context.Context) (time.Duration, error)
 }) []fuzzCall {
@@ -61,7 +65,22 @@ func lockCalls(l, rival interface {
 	return []fuzzCall{
 		{"Lock", func(ctx context.Context) error { return held(l.Lock(ctx)) }},
 		{"TryLock", func(ctx context.Context) error { return held(l.TryLock(ctx, 0)) }},
+		{"LockFor", func(ctx context.Context) error { return held(l.LockFor(ctx, time.Minute)) }},
+		{"TryLockFor", func(ctx context.Context) error { return held(l.TryLockFor(ctx, 0, time.Minute)) }},
+		{"Extend", func(ctx context.Context) error {
+			h, err := l.Lock(ctx)
+			if err != nil {
+				return err
+			}
+			return errors.Join(l.Extend(h, time.Minute), l.Unlock(h))
+		}},
+		{"Extend of an owner that holds nothing", func(ctx context.Context) error { return l.Extend(redisync.WithOwner(ctx), time.Minute) }},
 		{"IsLocked", func(ctx context.Context) error { _, err := l.IsLocked(ctx); return err }},
+		{"IsHeldBy", func(ctx context.Context) error {
+			owner, _ := redisync.OwnerID(redisync.WithOwner(ctx))
+			_, err := l.IsHeldBy(ctx, owner)
+			return err
+		}},
 		{"HoldCount", func(ctx context.Context) error { _, err := l.HoldCount(redisync.WithOwner(ctx)); return err }},
 		{"TTL", func(ctx context.Context) error { _, err := l.TTL(ctx); return err }},
 		{"Unlock", func(ctx context.Context) error { return l.Unlock(redisync.WithOwner(ctx)) }},
@@ -153,6 +172,14 @@ var fuzzedPrimitives = []fuzzed{
 				}
 				return e.Release(ctx, ids...)
 			}},
+			{"AcquireFor", func(ctx context.Context) error {
+				ids, err := e.TryAcquireFor(ctx, 1, 50*time.Millisecond, time.Minute)
+				if err != nil {
+					return err
+				}
+				return e.Release(ctx, ids...)
+			}},
+			{"Do", func(ctx context.Context) error { return e.Do(ctx, 1, func(context.Context) error { return nil }) }},
 			{"Permits", func(ctx context.Context) error { _, err := e.Permits(ctx); return err }},
 			{"AddPermits", func(ctx context.Context) error { return e.AddPermits(ctx, 1) }},
 			{"Expire", func(ctx context.Context) error { _, err := e.Expire(ctx, time.Minute); return err }},
@@ -194,6 +221,36 @@ var fuzzedPrimitives = []fuzzed{
 		calls := lockCalls(groupLock{g}, groupLock{must(multilock.NewGroup(h, n, []string{"b"}))})
 		return append(calls, fuzzCall{"IsHeld", func(ctx context.Context) error { _, err := g.IsHeld(redisync.WithOwner(ctx)); return err }})
 	}},
+	{name: "multilock and redlock", keys: func(n string) []fuzzKey {
+		return []fuzzKey{{n + "/a", "hash"}, {n + "/b", "hash"}, {"redisync_lock_clients:{" + n + "/b}", "zset"}}
+	}, calls: func(t *testing.T, c, h *redisync.Client, n string) []fuzzCall {
+		subs := func(c *redisync.Client) []multilock.Locker {
+			var ls []multilock.Locker
+			for _, s := range []string{"/a", "/b", "/c"} {
+				ls = append(ls, must(rlock.New(c, n+s)))
+			}
+			return ls
+		}
+		calls := lockCalls(compositeLock{must(multilock.New(subs(c)...))}, compositeLock{must(multilock.New(subs(h)...))})
+		return append(calls, lockCalls(compositeLock{must(multilock.NewRedLock(subs(c)...))}, compositeLock{must(multilock.NewRedLock(subs(h)...))})...)
+	}},
+}
+
+// compositeLock is a MultiLock or RedLock with the methods of a lock that it does not have: HoldCount
+// and Extend read whether it is held, TTL whether it is locked, which is what they would read.
+type compositeLock struct{ multilock.Locker }
+
+func (m compositeLock) HoldCount(ctx context.Context) (int, error) {
+	_, err := m.IsHeld(ctx)
+	return 0, err
+}
+func (m compositeLock) Extend(ctx context.Context, _ time.Duration) error {
+	_, err := m.IsHeld(ctx)
+	return err
+}
+func (m compositeLock) TTL(ctx context.Context) (time.Duration, error) {
+	_, err := m.IsLocked(ctx)
+	return 0, err
 }
 
 // groupLock is a Group with the methods of a lock that it does not have: HoldCount and TTL read

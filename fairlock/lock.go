@@ -47,7 +47,7 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
 		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
 		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
-		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"extend":  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
 		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.

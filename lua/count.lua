@@ -15,3 +15,14 @@ local function read_count(key)
   end
   return tonumber(v)
 end
+
+-- read_latch(key): read_count for a latch, whose key holds a count above 0 (a latch at 0 has no key):
+-- a number of 0 or below, such as a semaphore's, is refused too.
+local function read_latch(key)
+  local n, refused = read_count(key)
+  if n and n < 1 then
+    --! INCLUDE refuse.lua
+    return false, refuse(key, 'latch')
+  end
+  return n, refused
+end

@@ -8,12 +8,9 @@ local found, reply = recall(memo)
 if found then
   return reply
 end
-local n, refused = read_count(KEYS[1])
+local _, refused = read_latch(KEYS[1])
 if refused then
   return refused
-elseif n and n < 1 then
-  --! INCLUDE refuse.lua
-  return refuse(KEYS[1], 'latch')
 end
 if redis.call('del', KEYS[1]) == 1 then
   redis.call(ARGV[1], KEYS[2], '1')

@@ -10,16 +10,12 @@ local found, reply = recall(memo)
 if found then
   return reply
 end
-local n, refused = read_count(KEYS[1])
+local n, refused = read_latch(KEYS[1])
 if refused then
   return refused
 end
 if not n then
   return remember(memo, 0)
-end
-if n < 1 then
-  --! INCLUDE refuse.lua
-  return refuse(KEYS[1], 'latch')
 end
 local v = redis.call('decr', KEYS[1])
 if v > 0 then

@@ -8,14 +8,10 @@ local found, reply = recall(memo)
 if found then
   return reply
 end
-if redis.call('exists', KEYS[1]) == 1 then
-  local n, refused = read_count(KEYS[1])
-  if refused then
-    return refused
-  elseif n < 1 then
-    --! INCLUDE refuse.lua
-    return refuse(KEYS[1], 'latch')
-  end
+local n, refused = read_latch(KEYS[1])
+if refused then
+  return refused
+elseif n then
   return remember(memo, 0)
 end
 redis.call('set', KEYS[1], ARGV[1])

@@ -3,7 +3,8 @@
 -- Extend one hold of a group lock (grouplock.lua and once.lua come first): when owner still names
 -- every value of the tail, each expire_time becomes lease ms from now unless it has more left, and
 -- the hash lives that long at least. Replies 1, or 0 when owner does not hold every value (nothing
--- is extended then). Exactly once by its memo, as lock_extend.lua says.
+-- is extended then), or the refusal of a group that holds no group lock (foreign), before anything is
+-- written. Exactly once by its memo, as lock_extend.lua says.
 local memo = KEYS[2] .. ARGV[3]
 local found, reply = recall(memo)
 if found then
@@ -13,6 +14,10 @@ local group, owner, ms = KEYS[1], ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 for j = 4, #ARGV do
   if not live_count(group, ARGV[j], owner, now) then
+    local refused = foreign(group)
+    if refused then
+      return refused
+    end
     return remember(memo, 0)
   end
 end

@@ -18,3 +18,12 @@ local function hold_count(lock, field)
   end
   return 0
 end
+
+-- foreign(lock): the refusal of a name that holds anything but a lock hash; nil when lock is a lock
+-- hash, or does not exist.
+local function foreign(lock)
+  if redis.call('exists', lock) == 1 then
+    local _, refused = hold_count(lock, '')
+    return refused
+  end
+end

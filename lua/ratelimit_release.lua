@@ -7,7 +7,8 @@
 -- Redisson's rule: the value (the rate when the window has none yet) grows by the permits, never above
 -- the rate; the grants stay in the window, and the keys take the keep-alive rule of an acquisition.
 -- Returns {1, the permits left}, or {-2} when the limiter is not set (nothing changed). A key that is
--- not a rate limiter, or a value that is not a number, is refused (refuse.lua) before any write.
+-- not a rate limiter, a value that is not a number, or grants of another type, is refused (refuse.lua)
+-- before any write.
 local memo = KEYS[6] .. ARGV[2]
 local found, reply = recall(memo)
 if found then
@@ -19,15 +20,12 @@ if not rate then
 elseif rate == 'err' then
   return not_limiter()
 end
-local v = redis.call('get', value)
-if v then
-  v = tonumber(v)
-  if not v then
-    return bad_window(value, permits)
-  end
-else
-  v = rate
+-- The grants are read too, though a release writes none: the keep-alive would expire them.
+local v = redis.pcall('get', value)
+if type(v) == 'table' or (v and not tonumber(v)) or type(redis.pcall('zcard', permits)) == 'table' then
+  return bad_window(value, permits)
 end
+v = tonumber(v) or rate
 v = math.min(rate, v + tonumber(ARGV[1]))
 redis.call('set', value, v)
 keep_alive(keep, value, permits)

@@ -9,12 +9,10 @@ if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-if redis.call('exists', KEYS[1]) == 1 then
-  --! INCLUDE lockhash.lua
-  local _, refused = hold_count(KEYS[1], '')
-  if refused then
-    return refused
-  end
+--! INCLUDE lockhash.lua
+local refused = foreign(KEYS[1])
+if refused then
+  return refused
 end
 local held = redis.call('del', KEYS[1])
 if held == 1 then

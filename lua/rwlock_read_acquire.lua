@@ -5,7 +5,7 @@
 -- KEYS[3] .. field .. ':rwlock_timeout:' .. k). KEYS as rwlock_leases.lua says; replies as
 -- core/lock.go says, exactly once as rlock_try.lua says. policy: '1' for writer preference. A name
 -- that holds anything but a read-write lock, or waiting writers of another type, is refused before
--- anything is written (refuse.lua).
+-- anything is written (rwlock_mode.lua, which comes first, and refuse.lua).
 local lock, memo, held = KEYS[1], KEYS[4] .. ARGV[3], tonumber(ARGV[2])
 if MODE == 1 then
   local m = redis.call('get', memo)
@@ -17,11 +17,9 @@ if MODE == 1 then
     return {1, n, 0}
   end
 end
-local mode = redis.pcall('hget', lock, 'mode')
-if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', lock) == 1) then
-  -- No read-write lock (a key of another type, a hash without a mode): never write into it.
-  --! INCLUDE refuse.lua
-  return refuse(lock)
+local mode, refused = rwlock_mode(lock)
+if refused then
+  return refused -- no read-write lock: never write into it
 end
 local count = mode ~= false and tonumber(redis.call('hget', lock, ARGV[1])) or 0
 local writer = mode == 'write' and redis.call('hexists', lock, ARGV[1] .. ':write') == 1

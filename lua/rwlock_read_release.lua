@@ -1,18 +1,17 @@
 --! KEYS lock writers leases channel memo
 --! ARGV field held rid publish
--- Release one read hold (rwlock_leases.lua comes first). Replies, and exactly once (MODE 1,
--- MODE 2), as rlock_release.lua says. When the last live read hold goes, the lock is deleted and the
--- channel gets '0' (wake one), or '1' (wake all) when writers announced themselves, so that the
--- readers they keep out do not swallow the wake-up.
+-- Release one read hold (rwlock_mode.lua and rwlock_leases.lua come first). Replies, and exactly
+-- once (MODE 1, MODE 2), as rlock_release.lua says. When the last live read hold goes, the lock is
+-- deleted and the channel gets '0' (wake one), or '1' (wake all) when writers announced themselves,
+-- so that the readers they keep out do not swallow the wake-up.
 local held, memo = tonumber(ARGV[2]), KEYS[5] .. ARGV[3]
 if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-local mode = redis.pcall('hget', KEYS[1], 'mode')
-if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', KEYS[1]) == 1) then
-  --! INCLUDE refuse.lua
-  return refuse(KEYS[1]) -- no read-write lock
+local mode, refused = rwlock_mode(KEYS[1])
+if refused then
+  return refused
 end
 local count = mode and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if count and count <= 0 then

@@ -6,7 +6,7 @@
 -- policy: how long a waiting writer keeps new readers out, ms ('0': no writer preference); waits:
 -- '1' when this acquisition waits (a single try keeps nobody out). A name that holds anything but a
 -- read-write lock, or waiting writers of another type, is refused before anything is written
--- (refuse.lua).
+-- (rwlock_mode.lua, which comes first, and refuse.lua).
 local lock, memo, held = KEYS[1], KEYS[3] .. ARGV[4], tonumber(ARGV[3])
 if MODE == 1 then
   local m = redis.call('get', memo)
@@ -18,14 +18,11 @@ if MODE == 1 then
     return {1, n, 0}
   end
 end
-local mode = redis.pcall('hget', lock, 'mode')
-local free = mode == false and redis.call('exists', lock) == 0
-if not free and (type(mode) == 'table' or (mode ~= 'read' and mode ~= 'write')) then
-  -- No read-write lock (a key of another type, a hash without a mode): never write into it.
-  --! INCLUDE refuse.lua
-  return refuse(lock)
+local mode, refused = rwlock_mode(lock)
+if refused then
+  return refused -- no read-write lock: never write into it
 end
-if free then
+if not mode then
   -- The waiting writers first: a key of another type there is refused before the lock is written.
   local failed = redis.pcall('zrem', KEYS[2], ARGV[1])
   if type(failed) == 'table' then

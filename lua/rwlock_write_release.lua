@@ -1,17 +1,16 @@
 --! KEYS lock writers leases channel memo
 --! ARGV field held rid lease publish
--- Release one write hold (rwlock_leases.lua comes first). Replies, and exactly once (MODE 1,
--- MODE 2), as rlock_release.lua says. The last one publishes '1' (wake all): the lock is free, or
--- the writer kept reading (downgrade) and readers may join it.
+-- Release one write hold (rwlock_mode.lua and rwlock_leases.lua come first). Replies, and exactly
+-- once (MODE 1, MODE 2), as rlock_release.lua says. The last one publishes '1' (wake all): the lock
+-- is free, or the writer kept reading (downgrade) and readers may join it.
 local held, memo = tonumber(ARGV[2]), KEYS[5] .. ARGV[3]
 if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-local mode = redis.pcall('hget', KEYS[1], 'mode')
-if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', KEYS[1]) == 1) then
-  --! INCLUDE refuse.lua
-  return refuse(KEYS[1]) -- no read-write lock
+local mode, refused = rwlock_mode(KEYS[1])
+if refused then
+  return refused
 end
 local before = mode == 'write' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if MODE == 2 then

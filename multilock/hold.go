@@ -91,9 +91,8 @@ func (h *hold) held() bool {
 	return h.ended == nil && (h.ctx.Err() == nil || h.parent.Err() != nil)
 }
 
-// isHeld reports whether ctx's owner holds at least quorum of locks, asked concurrently (they are
-// usually on different servers), and whether the hold of composite that ctx comes from, if any, has
-// not ended. The errors of the locks that could not be asked count only without a quorum.
+// isHeld reports whether ctx's owner holds at least quorum of locks (atLeast), and whether the hold
+// of composite that ctx comes from, if any, has not ended.
 func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (bool, error) {
 	if h := holdOf(ctx, composite); h != nil && !h.held() {
 		return false, nil
@@ -101,18 +100,22 @@ func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (boo
 	if _, ok := core.OwnerID(ctx); !ok {
 		return false, nil // nobody asks: nothing can be held
 	}
-	n, errs := ask(locks, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
-	if n >= quorum {
-		return true, nil
-	}
-	return false, errors.Join(errs...)
+	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
 }
 
-// isHeldBy reports whether owner holds at least quorum of locks, asked concurrently. The errors of
-// the locks that could not be asked count only without a quorum.
+// isHeldBy reports whether owner holds at least quorum of locks, as isHeld does.
 func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (bool, error) {
-	held, errs := ask(locks, func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
-	if held >= quorum {
+	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
+}
+
+// atLeast reports whether at least quorum of locks answer q true, asked concurrently. The errors of
+// the locks that could not be asked count only without a quorum; a refusal (see ask) always does.
+func atLeast(locks []Locker, quorum int, q func(Locker) (bool, error)) (bool, error) {
+	n, errs, refused := ask(locks, q)
+	switch {
+	case refused != nil:
+		return false, refused
+	case n >= quorum:
 		return true, nil
 	}
 	return false, errors.Join(errs...)
@@ -120,11 +123,13 @@ func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (boo
 
 // isLocked reports whether so many of locks are held, by anyone, that fewer than quorum are free:
 // a Lock would have to wait. The errors of the locks that could not be asked count only when the
-// others do not decide it.
+// others do not decide it; a refusal, which would fail a Lock, always does.
 func isLocked(ctx context.Context, locks []Locker, quorum int) (bool, error) {
-	held, errs := ask(locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
+	held, errs, refused := ask(locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
 	need := len(locks) - quorum + 1 // held locks that leave fewer than quorum free
 	switch {
+	case refused != nil:
+		return false, refused
 	case held >= need:
 		return true, nil
 	case held+len(errs) < need:
@@ -135,13 +140,15 @@ func isLocked(ctx context.Context, locks []Locker, quorum int) (bool, error) {
 
 // forceUnlock frees every lock whoever holds it, concurrently, and reports whether any was held.
 func forceUnlock(ctx context.Context, locks []Locker) (bool, error) {
-	n, errs := ask(locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
+	n, errs, _ := ask(locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
 	return n > 0, errors.Join(errs...)
 }
 
 // ask asks every lock q concurrently (they are usually on different servers), and returns how many
-// answered true, and the errors of those that failed.
-func ask(locks []Locker, q func(Locker) (bool, error)) (int, []error) {
+// answered true, the errors of those that failed, and those of them that no other answer outweighs
+// (isFatal: a name that holds other data, a user without permission, a closed Client), joined, as
+// they fail an acquisition rather than count as a server that could not be asked.
+func ask(locks []Locker, q func(Locker) (bool, error)) (int, []error, error) {
 	yes := make([]bool, len(locks))
 	errs := make([]error, len(locks))
 	var wg sync.WaitGroup
@@ -150,16 +157,19 @@ func ask(locks []Locker, q func(Locker) (bool, error)) (int, []error) {
 	}
 	wg.Wait()
 	n := 0
-	var failed []error
+	var failed, fatal []error
 	for i := range locks {
 		switch {
 		case errs[i] != nil:
 			failed = append(failed, errs[i])
+			if isFatal(errs[i]) {
+				fatal = append(fatal, errs[i])
+			}
 		case yes[i]:
 			n++
 		}
 	}
-	return n, failed
+	return n, failed, errors.Join(fatal...)
 }
 
 // subEnded is called when a sub-lock's ctx ends.

@@ -295,7 +295,8 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 // IsHeld reports whether the owner that ctx carries holds a majority of the sub-locks, asking each
 // of them, and, when ctx comes from a hold of this RedLock, whether that hold has not ended (by
 // Unlock, by the end of its validity time, or by the loss of its majority). A sub-lock that cannot
-// be asked does not count; its error is returned only when the others are not a majority. Like
+// be asked does not count; its error is returned only when the others are not a majority. A sub-lock
+// refused as Lock's doc says fails the call with that error, whatever the others answer. Like
 // Unlock, it answers even when ctx has ended.
 func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
@@ -310,7 +311,8 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 
 // IsHeldBy reports whether owner, an owner id (redisync.OwnerID of a hold's ctx), holds a majority
 // of the sub-locks, asking each of them (Redisson's isHeldByThread). A sub-lock that cannot be asked
-// does not count; its error is returned only when the others are not a majority.
+// does not count; its error is returned only when the others are not a majority. A sub-lock refused
+// as Lock's doc says fails the call with that error, whatever the others answer.
 func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(redKind, r.name, "nil context")
@@ -324,7 +326,8 @@ func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 
 // IsLocked reports whether so many sub-locks are held, by anyone, that no majority is free: whether
 // an attempt would fail now. A sub-lock that cannot be asked counts only when the others do not
-// decide it. (Redisson's RedLock does not offer it.)
+// decide it; one refused as Lock's doc says fails the call with that error, as it would fail an
+// attempt. (Redisson's RedLock does not offer it.)
 func (r *RedLock) IsLocked(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(redKind, r.name, "nil context")

@@ -192,6 +192,25 @@ func TestWrongType(t *testing.T) {
 		t.Errorf("Release with a value that is not a number: %v", err)
 	}
 	l.Delete(ctx)
+	// A release with a keep-alive beside grants of another type: refused before it writes, and
+	// the foreign key keeps no expiry.
+	name = unique("wrongkeep")
+	l, _ = ratelimit.New(c, name)
+	if _, err := l.TrySetRate(ctx, ratelimit.Config{Rate: 5, Interval: time.Hour, KeepAlive: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Do(t, rdb, "RPUSH", "{"+name+"}:permits", "x")
+	if err := l.Release(ctx, 1); !errors.Is(err, redisync.ErrWrongType) {
+		t.Errorf("Release with a list as the permits key: %v", err)
+	}
+	if ttl := testkit.DoString(t, rdb, "PTTL", "{"+name+"}:permits"); ttl != "-1" {
+		t.Errorf("the list as the permits key was given a TTL: %s ms", ttl)
+	}
+	if n := testkit.DoString(t, rdb, "EXISTS", "{"+name+"}:value"); n != "0" {
+		t.Errorf("the refused release wrote the value")
+	}
+	testkit.Do(t, rdb, "DEL", "{"+name+"}:permits")
+	l.Delete(ctx)
 }
 
 // TestLayout: Redisson's keys, hash fields and grants; TrySetRate keeps a rate, SetRate replaces it

@@ -3,6 +3,8 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +60,45 @@ func TestWrongType(t *testing.T) {
 			t.Fatalf("the foreign key was changed to %q", v)
 		}
 	})
+}
+
+// TestClientsRecordOfAnotherType: a waiter whose Client cannot be listed among the lock's listening
+// Clients, because that record holds other data, is refused with ErrWrongType naming the record
+// before it subscribes to anything, and the record is left as it was.
+func TestClientsRecordOfAnotherType(t *testing.T) {
+	tg := testkit.Own(t)
+	rdb := tg.Redis(t)
+	ctx := context.Background()
+	holder := newLock(t, tg.Client(t), "listed")
+	held := mustLock(t, holder, ctx)
+	testkit.Do(t, rdb, "SET", "redisync_lock_clients:{listed}", "application data")
+	before := tg.State(t, rdb, "redisync_lock_clients:{listed}")
+	subscribes := func() string {
+		out, err := tg.Servers[0].Do("INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Fields(out) {
+			if strings.HasPrefix(line, "cmdstat_subscribe:") {
+				calls, _, _ := strings.Cut(line, ",")
+				return calls
+			}
+		}
+		return "none"
+	}
+	subscribed := subscribes()
+	held2, err := newLock(t, tg.Client(t), "listed").TryLock(ctx, time.Minute)
+	if held2 != nil || !errors.Is(err, redisync.ErrWrongType) || !strings.Contains(err.Error(), "redisync_lock_clients:{listed}") {
+		t.Fatalf("a wait beside a clients record of another type: (%v, %v), want ErrWrongType naming the record", held2, err)
+	}
+	testkit.NoInternals(t, "TryLock", err)
+	if now := subscribes(); now != subscribed {
+		t.Errorf("the refused waiter subscribed: %s, before %s", now, subscribed)
+	}
+	if after := tg.State(t, rdb, "redisync_lock_clients:{listed}"); !maps.Equal(after, before) {
+		t.Errorf("the record changed: %v, before %v", after, before)
+	}
+	mustUnlock(t, holder, held)
 }
 
 func TestServerDown(t *testing.T) {

@@ -43,7 +43,7 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"),
 		"force":   lua.Load("rlock_force_release.lua"),
 		"leave":   lua.Load("rlock_leave.lua"),
-		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"extend":  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
 		"list":    lua.Load("list_client.lua"),
 		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},

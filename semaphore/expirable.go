@@ -196,7 +196,8 @@ func (a *expirableAcquisition) Undo(ctx context.Context, _ bool) { a.e.release(c
 // Do runs fn holding n permits: it acquires them (waiting as Acquire does), runs fn, and releases
 // them. With a lease (WithLease), fn's ctx ends when the permits' lease may have ended (less 1% +
 // 2 ms for clock drift), with redisync.ErrLost as its cause, and Do then returns fn's error joined
-// with the loss; the permits are back in the pool by then.
+// with the loss; the permits are back in the pool by then. When fn panics, the permits are released
+// before the panic goes on to the caller.
 func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context) error) error {
 	var ids []string
 	stop := context.CancelFunc(func() {})

@@ -39,7 +39,7 @@ func semaphoreCalls(s *semaphore.Semaphore, ran *bool) testkit.Calls {
 }
 
 // expirableCalls are every method of e; id is a permit id it has not issued.
-func expirableCalls(e *semaphore.Expirable) testkit.Calls {
+func expirableCalls(e *semaphore.Expirable, ran *bool) testkit.Calls {
 	ctx := context.Background()
 	const id = "00112233445566778899aabbccddeeff"
 	return testkit.Calls{
@@ -49,20 +49,29 @@ func expirableCalls(e *semaphore.Expirable) testkit.Calls {
 			_, err := e.Acquire(ctx, 1)
 			return err
 		},
-		"TryAcquire":             func() error { _, err := e.TryAcquire(ctx, 1, 0); return err },
-		"TryAcquire with a wait": func() error { _, err := e.TryAcquire(ctx, 1, time.Minute); return err },
-		"Release":                func() error { return e.Release(ctx, id) },
-		"TryRelease":             func() error { _, err := e.TryRelease(ctx, id); return err },
-		"UpdateLease":            func() error { return e.UpdateLease(ctx, id, time.Minute) },
-		"LeaseLeft":              func() error { _, err := e.LeaseLeft(ctx, id); return err },
-		"Available":              func() error { _, err := e.Available(ctx); return err },
-		"Acquired":               func() error { _, err := e.Acquired(ctx); return err },
-		"Permits":                func() error { _, err := e.Permits(ctx); return err },
-		"SetPermits":             func() error { return e.SetPermits(ctx, 3) },
-		"TrySetPermits":          func() error { _, err := e.TrySetPermits(ctx, 3); return err },
-		"AddPermits":             func() error { return e.AddPermits(ctx, 2) },
-		"Delete":                 func() error { _, err := e.Delete(ctx); return err },
-		"Expire":                 func() error { _, err := e.Expire(ctx, time.Minute); return err },
+		"AcquireFor": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := e.AcquireFor(ctx, 1, time.Minute)
+			return err
+		},
+		"TryAcquire":                func() error { _, err := e.TryAcquire(ctx, 1, 0); return err },
+		"TryAcquire with a wait":    func() error { _, err := e.TryAcquire(ctx, 1, time.Minute); return err },
+		"TryAcquireFor":             func() error { _, err := e.TryAcquireFor(ctx, 1, 0, time.Minute); return err },
+		"TryAcquireFor with a wait": func() error { _, err := e.TryAcquireFor(ctx, 1, time.Minute, time.Minute); return err },
+		"Do":                        func() error { return e.Do(ctx, 1, func(context.Context) error { *ran = true; return nil }) },
+		"Release":                   func() error { return e.Release(ctx, id) },
+		"TryRelease":                func() error { _, err := e.TryRelease(ctx, id); return err },
+		"UpdateLease":               func() error { return e.UpdateLease(ctx, id, time.Minute) },
+		"LeaseLeft":                 func() error { _, err := e.LeaseLeft(ctx, id); return err },
+		"Available":                 func() error { _, err := e.Available(ctx); return err },
+		"Acquired":                  func() error { _, err := e.Acquired(ctx); return err },
+		"Permits":                   func() error { _, err := e.Permits(ctx); return err },
+		"SetPermits":                func() error { return e.SetPermits(ctx, 3) },
+		"TrySetPermits":             func() error { _, err := e.TrySetPermits(ctx, 3); return err },
+		"AddPermits":                func() error { return e.AddPermits(ctx, 2) },
+		"Delete":                    func() error { _, err := e.Delete(ctx); return err },
+		"Expire":                    func() error { _, err := e.Expire(ctx, time.Minute); return err },
 	}
 }
 
@@ -81,7 +90,8 @@ func TestCollidingNames(t *testing.T) {
 				ran := false
 				testkit.RequireAll(t, redisync.ErrWrongType, semaphoreCalls(newSemaphore(t, c, name), &ran))
 				require.False(t, ran, "Do ran fn")
-				testkit.RequireAll(t, redisync.ErrWrongType, expirableCalls(newExpirable(t, c, name)))
+				testkit.RequireAll(t, redisync.ErrWrongType, expirableCalls(newExpirable(t, c, name), &ran))
+				require.False(t, ran, "Expirable.Do ran fn")
 				require.Equal(t, before, tg.State(t, rdb, name), "the name's keys after every method")
 			})
 		}
@@ -90,25 +100,36 @@ func TestCollidingNames(t *testing.T) {
 		testkit.Do(t, rdb, "SET", name, "5")
 		testkit.Do(t, rdb, "SET", "{"+name+"}:timeout", "application data")
 		before := tg.State(t, rdb, name)
-		testkit.RequireAll(t, redisync.ErrWrongType, expirableCalls(newExpirable(t, c, name)))
+		ran := false
+		testkit.RequireAll(t, redisync.ErrWrongType, expirableCalls(newExpirable(t, c, name), &ran))
+		require.False(t, ran, "Expirable.Do ran fn")
 		require.Equal(t, before, tg.State(t, rdb, name), "the keys after every method")
 	})
 }
 
-// TestDoGivesBackOnPanic: a panic in Do's fn goes on to the caller after the permits are back.
+// TestDoGivesBackOnPanic: a panic in Do's fn goes on to the caller after the permits are back, of
+// either semaphore.
 func TestDoGivesBackOnPanic(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
-		s := newSemaphore(t, tg.Client(t), unique("panic"))
-		if _, err := s.TrySetPermits(context.Background(), 2); err != nil {
-			t.Fatal(err)
+		c := tg.Client(t)
+		s := newSemaphore(t, c, unique("panic"))
+		e := newExpirable(t, c, unique("panic-expirable"), semaphore.WithLease(time.Hour))
+		for what, sem := range map[string]interface {
+			TrySetPermits(ctx context.Context, n int64) (bool, error)
+			Available(ctx context.Context) (int64, error)
+			Do(ctx context.Context, n int64, fn func(context.Context) error) error
+		}{"semaphore": s, "expirable semaphore": e} {
+			if _, err := sem.TrySetPermits(context.Background(), 2); err != nil {
+				t.Fatal(err)
+			}
+			boom := errors.New("boom")
+			func() {
+				defer func() { require.Equal(t, boom, recover(), "%s: the panic Do passed on", what) }()
+				_ = sem.Do(context.Background(), 2, func(context.Context) error { panic(boom) })
+				t.Fatalf("%s: Do returned", what)
+			}()
+			require.EqualValues(t, 2, available(t, sem), "%s: permits available after Do's fn panicked", what)
 		}
-		boom := errors.New("boom")
-		func() {
-			defer func() { require.Equal(t, boom, recover(), "the panic Do passed on") }()
-			_ = s.Do(context.Background(), 2, func(context.Context) error { panic(boom) })
-			t.Fatal("Do returned")
-		}()
-		require.EqualValues(t, 2, available(t, s), "permits available after Do's fn panicked")
 	})
 }
 
@@ -123,7 +144,8 @@ func TestAfterClose(t *testing.T) {
 		ran := false
 		testkit.RequireAll(t, redisync.ErrClosed, semaphoreCalls(s, &ran))
 		require.False(t, ran, "Do ran fn")
-		testkit.RequireAll(t, redisync.ErrClosed, expirableCalls(e))
+		testkit.RequireAll(t, redisync.ErrClosed, expirableCalls(e, &ran))
+		require.False(t, ran, "Expirable.Do ran fn")
 		ctx := context.Background()
 		testkit.RequireAll(t, redisync.ErrClosed, testkit.Calls{ // the calls that would send nothing
 			"Acquire(0)":              func() error { return s.Acquire(ctx, 0) },

@@ -44,7 +44,7 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"),
 		"force":   lua.Load("rlock_force_release.lua"),
 		"leave":   lua.Load("rlock_leave.lua"),
-		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"extend":  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
 		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	Policy: pubsub.WakeOne,

@@ -575,19 +575,26 @@ func (a *attempt) Tag() string {
 // the lock's channel against the clients listed, and takes anyone beyond them for a Java waiter
 // (rlock_wake.lua): a Client that listened before it was listed, for the round trip between its
 // subscription and its next try, passed for one, and the release left the lock free for a Java
-// turn that nobody took. Listed first, a Client never counts as more than itself.
-func (a *attempt) List(ctx context.Context) {
+// turn that nobody took. Listed first, a Client never counts as more than itself. A record that Redis
+// refuses to list it in (it holds other data) is the wait's error, before it subscribes; a listing
+// that got no answer is made again by the next try.
+func (a *attempt) List(ctx context.Context) error {
 	l, c := a.l, a.l.c
 	s := l.plan.scripts[sList].s
 	if s == nil || !l.handOver || !c.listAgain(l.clients, pubsub.Linger/2) {
-		return
+		return nil
 	}
 	sent := time.Now()
 	v := call{vLinger: lingerMs}
 	var buf [4]string
-	if c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error() == nil {
+	err := c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error()
+	switch {
+	case err == nil:
 		c.listed(l.clients, sent, pubsub.Linger/2)
+	case isRedisError(err):
+		return err
 	}
+	return nil
 }
 
 // Claim takes a hand-over made after the last try (see GrantFor).
@@ -735,7 +742,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // its answer under the call's memo); it returns ErrNotHeld when the owner does not hold the lock.
 // When ctx carries an acquisition of the lock with a fixed lease, the end of that lease, its ctx's
 // deadline, moves on to match (never back); an acquisition whose lease already ended, or that was
-// released, is ErrNotHeld without a command.
+// released, is ErrNotHeld without a command, and after Close ErrClosed, as every call answers then.
 func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if ctx == nil {
 		return Invalid(l.spec.Kind, l.name, "nil context")
@@ -746,6 +753,9 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	owner, ok := OwnerID(ctx)
 	if !ok {
 		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+	}
+	if err := l.c.Closed(); err != nil {
+		return Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
 	}
 	a := acqIn(ctx, l.c, holdID{l.holdKey, owner, l.spec.Suffix})
 	if a != nil && !a.extended(time.Time{}, 0) {

@@ -160,8 +160,11 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			if !stop.IsZero() {
 				lctx, cancel = context.WithDeadline(ctx, stop)
 			}
-			ls.List(lctx)
+			err := ls.List(lctx)
 			cancel()
+			if err != nil {
+				return time.Time{}, err
+			}
 		}
 		if err := ws.add(c, w); err != nil {
 			return time.Time{}, c.closedOr(err)
@@ -355,8 +358,11 @@ type tries struct{ try, undo context.Context }
 type resendKey struct{}
 
 // lister is implemented by Tries whose waiters must be known before they listen: List runs before
-// the wait subscribes to its channels, and ctx bounds how long it may keep the wait.
-type lister interface{ List(ctx context.Context) }
+// the wait subscribes to its channels, and ctx bounds how long it may keep the wait. An error it
+// returns (Redis refused the listing) ends the wait.
+type lister interface {
+	List(ctx context.Context) error
+}
 
 // apart is implemented by Tries whose calls must not overlap with the next call of their object:
 // a try that runs apart may outlive Acquire, and the object's next call waits for apartEnd.

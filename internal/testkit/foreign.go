@@ -9,8 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 )
 
 // Foreign is data that is not a primitive's, as it may already be under the primitive's name or one
@@ -102,8 +106,62 @@ func NoInternals(t testing.TB, what string, err error) {
 	}
 }
 
+// OwnRefusal fails the test unless err carries a script's own refusal of what it found (refuse.lua's
+// "WRONGTYPE redisync:<what> <key>"), rather than Redis's WRONGTYPE from a command the script ran
+// into: that one says nothing of what the key holds, and a script may have written before it.
+func OwnRefusal(t testing.TB, what string, err error) {
+	t.Helper()
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "WRONGTYPE redisync:") {
+		t.Errorf("%s: %v, want the script's own refusal", what, err)
+	}
+}
+
 // Calls are a primitive's methods, each called with its arguments, by name.
 type Calls map[string]func() error
+
+// Locker is what every lock has, composites included.
+type Locker interface {
+	Lock(ctx context.Context) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	IsHeld(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
+	IsLocked(ctx context.Context) (bool, error)
+	ForceUnlock(ctx context.Context) (bool, error)
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// LockerCalls are the methods of Locker on l: owner is a ctx of an owner (one that holds l, or
+// none), and ran is set when Do runs its fn. Lock does not wait: a wait would end with its deadline.
+func LockerCalls(l Locker, owner context.Context, ran *bool) Calls {
+	ctx := context.Background()
+	id, _ := redisync.OwnerID(owner)
+	return Calls{
+		"Lock": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.Lock(ctx)
+			return err
+		},
+		"LockFor": func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := l.LockFor(ctx, time.Minute)
+			return err
+		},
+		"TryLock":                func() error { _, err := l.TryLock(ctx, 0); return err },
+		"TryLock with a wait":    func() error { _, err := l.TryLock(ctx, time.Minute); return err },
+		"TryLockFor":             func() error { _, err := l.TryLockFor(ctx, 0, time.Minute); return err },
+		"TryLockFor with a wait": func() error { _, err := l.TryLockFor(ctx, time.Minute, time.Minute); return err },
+		"IsHeld":                 func() error { _, err := l.IsHeld(owner); return err },
+		"IsHeldBy":               func() error { _, err := l.IsHeldBy(ctx, id); return err },
+		"IsLocked":               func() error { _, err := l.IsLocked(ctx); return err },
+		"ForceUnlock":            func() error { _, err := l.ForceUnlock(ctx); return err },
+		"Do":                     func() error { return l.Do(ctx, func(context.Context) error { *ran = true; return nil }) },
+	}
+}
 
 // RequireAll runs every call and fails the test unless each returns an error matching want, whose
 // message shows no internals.
@@ -115,5 +173,19 @@ func RequireAll(t testing.TB, want error, calls Calls) {
 			t.Errorf("%s: %v, want %v", what, err, want)
 		}
 		NoInternals(t, what, err)
+	}
+}
+
+// RequireRefusals is RequireAll for redisync.ErrWrongType where every call must fail by its script's
+// own refusal (OwnRefusal).
+func RequireRefusals(t testing.TB, calls Calls) {
+	t.Helper()
+	for _, what := range slices.Sorted(maps.Keys(calls)) {
+		err := calls[what]()
+		if !errors.Is(err, core.ErrWrongType) {
+			t.Errorf("%s: %v, want %v", what, err, core.ErrWrongType)
+		}
+		NoInternals(t, what, err)
+		OwnRefusal(t, what, err)
 	}
 }

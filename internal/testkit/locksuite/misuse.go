@@ -17,8 +17,8 @@ import (
 
 // TestCollidingNames: on a name that holds data of another type (an application's string, hash,
 // list...) or another primitive's layout, every method refuses with redisync.ErrWrongType, saying
-// what it found and never a script's internals, at once (Lock does not wait), and changes nothing
-// under the name or beside it.
+// what it found (its script's own refusal) and never a script's internals, at once (Lock does not
+// wait), and changes nothing under the name or beside it.
 func (s *Suite) TestCollidingNames() {
 	require.NotEmpty(s.T(), s.Kind.Layout, "the kind names its layout")
 	s.each(func(t *testing.T, tg *testkit.Target) {
@@ -32,34 +32,17 @@ func (s *Suite) TestCollidingNames() {
 				l := s.newLock(t, c, n, Options{})
 				owner := redisync.WithOwner(context.Background())
 				ran := false
-				for what, call := range map[string]func() error{
-					"Lock": func() error {
-						// Not waited for: a wait would end with the deadline, not ErrWrongType.
-						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-						defer cancel()
-						_, err := l.Lock(ctx)
-						return err
-					},
-					"TryLock":             func() error { _, err := l.TryLock(context.Background(), 0); return err },
-					"TryLock with a wait": func() error { _, err := l.TryLock(context.Background(), time.Minute); return err },
-					"Unlock":              func() error { return l.Unlock(owner) },
-					"ForceUnlock":         func() error { _, err := l.ForceUnlock(context.Background()); return err },
-					"IsLocked":            func() error { _, err := l.IsLocked(context.Background()); return err },
-					"IsHeld":              func() error { _, err := l.IsHeld(owner); return err },
-					"HoldCount":           func() error { _, err := l.HoldCount(owner); return err },
-					"TTL":                 func() error { _, err := l.TTL(context.Background()); return err },
-					"Do": func() error {
-						return l.Do(context.Background(), func(context.Context) error { ran = true; return nil })
-					},
-				} {
+				for what, call := range lockCalls(l, owner, &ran) {
 					err := call()
 					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
 					testkit.NoInternals(t, what, err)
+					testkit.OwnRefusal(t, what, err)
 				}
 				for what, query := range s.ownQueries(l) {
 					err := query(context.Background())
 					require.ErrorIs(t, err, redisync.ErrWrongType, "%s on a name that holds a %s", what, f.Name)
 					testkit.NoInternals(t, what, err)
+					testkit.OwnRefusal(t, what, err)
 				}
 				require.False(t, ran, "Do ran fn")
 				require.Equal(t, before, tg.State(t, rdb, n), "the name's keys after every method")
@@ -103,19 +86,7 @@ func (s *Suite) TestAfterClose() {
 		held := lock(t, l, context.Background())
 		require.NoError(t, c.Close())
 		ran := false
-		for what, call := range map[string]func() error{
-			"Lock":        func() error { _, err := l.Lock(context.Background()); return err },
-			"TryLock":     func() error { _, err := l.TryLock(context.Background(), time.Second); return err },
-			"Unlock":      func() error { return l.Unlock(held) },
-			"ForceUnlock": func() error { _, err := l.ForceUnlock(context.Background()); return err },
-			"IsLocked":    func() error { _, err := l.IsLocked(context.Background()); return err },
-			"IsHeld":      func() error { _, err := l.IsHeld(held); return err },
-			"HoldCount":   func() error { _, err := l.HoldCount(held); return err },
-			"TTL":         func() error { _, err := l.TTL(context.Background()); return err },
-			"Do": func() error {
-				return l.Do(context.Background(), func(context.Context) error { ran = true; return nil })
-			},
-		} {
+		for what, call := range lockCalls(l, held, &ran) {
 			require.ErrorIs(t, call(), redisync.ErrClosed, "%s after Close", what)
 		}
 		for what, query := range s.ownQueries(l) {
@@ -180,6 +151,17 @@ func (s *Suite) TestNoKeyAfterTheLastRelease() {
 			return nil
 		})
 	})
+}
+
+// lockCalls are every method of l, by name: owner is a ctx of an owner (one that holds l, or none),
+// and ran is set when Do runs its fn.
+func lockCalls(l Lock, owner context.Context, ran *bool) testkit.Calls {
+	calls := testkit.LockerCalls(l, owner, ran)
+	calls["Extend"] = func() error { return l.Extend(owner, time.Minute) }
+	calls["Unlock"] = func() error { return l.Unlock(owner) }
+	calls["HoldCount"] = func() error { _, err := l.HoldCount(owner); return err }
+	calls["TTL"] = func() error { _, err := l.TTL(context.Background()); return err }
+	return calls
 }
 
 // ownQueries returns the kind's own queries of l (Kind.Queries), none when it has none.
