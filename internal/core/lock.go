@@ -415,7 +415,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 		m.done(err)
 		h.abort(l.lease == 0)
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
-			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], a.v[vRid], "1") })
+			l.leave(Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
 		return nil, err
 	}
@@ -488,9 +488,10 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	return t.acquired, t.retryIn, err
 }
 
-// Undo gives back what a try acquired. Sure of it, it releases what the try counted; unsure (the
-// try's answer never came), it sends the release's Undo variant in the background, which gives back
-// only what it finds the try took; the hold waits for it.
+// Undo gives back what a try acquired. Sure of it, it releases what the try counted, waiting for
+// Redis's answer as a call does; unsure (the try's answer never came), it sends the release's Undo
+// variant in the background, which gives back only what it finds the try took. The hold's next call
+// waits for either.
 func (a *attempt) Undo(ctx context.Context, sure bool) {
 	l := a.l
 	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid]}
@@ -499,11 +500,18 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.h.settle)
 		return
 	}
+	acquired := a.v[vRid]
 	v[vRid] = l.c.RequestID()
-	l.sendRelease(ctx, &v, false)
-	if l.keptMemo(a.count, a.held) {
-		l.c.DeleteLater(l.memo(a.v[vRid]))
-	}
+	a.h.retain() // the owner's next call waits for the give-back, should it outlast this one
+	l.c.CleanUp(RetryBound, l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), func(res rueidis.RedisResult) {
+		if l.keptMemo(a.count, a.held) {
+			l.c.DeleteLater(l.memo(acquired))
+		}
+		if n, err := res.AsInt64(); err == nil && n > 0 && n != int64(a.held) {
+			l.c.DeleteLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
+		}
+		a.h.settle()
+	})
 }
 
 // keptMemo reports whether an acquisition that made the owner's count count, where the client
@@ -556,17 +564,15 @@ func (a *attempt) Stray(tag, _ string) {
 		}
 		field = tag[:i+1+j]
 	}
-	a.l.leave(context.Background(), field, tag, "", "0")
+	a.l.leave(0, field, tag, "", "0")
 }
 
-// leave runs the leave script: the waiter tagged tag of field's owner, acquiring as rid, gave up
-// (queued) or left a hand-over behind; the script forgets its record, takes it out of the queue, and
-// gives back a grant it did not take.
-func (l *Lock) leave(ctx context.Context, field, tag, rid, queued string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RetryBound)
-	defer cancel()
+// leave runs the leave script, a clean-up that it waits for at most wait: the waiter tagged tag of
+// field's owner, acquiring as rid, gave up (queued) or left a hand-over behind; the script forgets its
+// record, takes it out of the queue, and gives back a grant it did not take.
+func (l *Lock) leave(wait time.Duration, field, tag, rid, queued string) {
 	v := call{vField: field, vTag: tag, vRid: rid, vQueued: queued}
-	l.c.Send(ctx, l.plan.scripts[sLeave].s, l.keysOf(sLeave), l.argsOf(sLeave, &v))
+	l.c.CleanUp(wait, l.plan.scripts[sLeave].s, l.keysOf(sLeave), l.argsOf(sLeave, &v), nil)
 }
 
 // lockTry is an acquisition's reply.

@@ -10,12 +10,14 @@ import (
 
 // Query sends cmd, a command that only reads, and gives up with an error when Redis has not answered
 // within RetryBound, whatever ctx's deadline: rueidis sends a read again after every network error
-// until ctx ends, so a query on a dead server would otherwise never return with a ctx that has no
-// deadline. Every query of a primitive (IsLocked, HoldCount, TTL, a count) goes through here.
+// and every refusal (TRYAGAIN while its slot moves, CLUSTERDOWN, LOADING) until ctx ends, so a query
+// on a dead server would otherwise never return with a ctx that has no deadline. Every query of a
+// primitive (IsLocked, HoldCount, TTL, a count) goes through here; one that is a script (EVAL, which
+// rueidis does not know to read only) is marked to be sent again alike.
 func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	bounded, cancel := context.WithTimeout(ctx, RetryBound)
 	defer cancel()
-	res := c.rdb.Do(bounded, cmd)
+	res := c.rdb.Do(bounded, cmd.ToRetryable())
 	if err := res.NonRedisError(); err != nil && ctx.Err() == nil && bounded.Err() != nil {
 		return rueidis.NewErrorResult(fmt.Errorf("no answer from Redis within %v: %w", RetryBound, err))
 	}
