@@ -14,7 +14,10 @@ local found, reply = recall(memo)
 if found then
   return reply
 end
-if ARGV[6] == '1' and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
+-- Sent again (MODE 1), a try may have recorded the waiter in its first send, whose answer was lost,
+-- and a release may have handed it permits since: it takes them as a try of a recorded waiter does.
+local recorded = ARGV[6] == '1' or (MODE == 1 and ARGV[3] ~= '')
+if recorded and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
   return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
 end
 local v = redis.call('get', KEYS[1])
@@ -27,7 +30,7 @@ if v ~= false then
 end
 if v ~= false and available >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
-  if ARGV[6] == '1' then
+  if recorded then
     redis.call('zrem', KEYS[2], ARGV[3])
   end
   return remember(memo, {1})

@@ -1,0 +1,73 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// TestSemaphoreTryResentAfterItsGrant: a waiter's try records the waiter and its answer is lost; a
+// release hands the waiter a permit meanwhile (the grant waits under the waiter's record), and
+// another release leaves a permit free. The try, sent again, must take the permit handed to it, not
+// the free one: it does not know that its first send recorded it, and taking the free one would leave
+// the grant to nobody, a permit missing until the grants expire ten minutes later. Found by the
+// cluster soak (TestSoakCluster), where a semaphore ended a permit short with its grants, records and
+// memos all gone.
+func TestSemaphoreTryResentAfterItsGrant(t *testing.T) {
+	own := testkit.Own(t)
+	proxy := redistest.StartProxy(t, own.Servers[0].Addr)
+	through := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers}
+	a, b, w := own.Client(t), own.Client(t), through.Client(t)
+	const name = "resent-sem"
+	sa, sb, sw := must1(semaphore.New(a, name)), must1(semaphore.New(b, name)), must1(semaphore.New(w, name))
+	ctx := context.Background()
+	if _, err := sa.TrySetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*semaphore.Semaphore{sa, sb} {
+		if err := s.Acquire(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The waiter's try that records it: the acquiring script's third ARGV, its record, is set once the
+	// waiter listens (KEYS: 5; ARGV from the 9th argument of EVALSHA sha numkeys ...).
+	f := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: name,
+		Match: func(args []string) bool { return len(args) > 10 && args[2] == "5" && args[10] != "" }})
+	t.Cleanup(f.Release)
+	got := make(chan error, 1)
+	go func() { got <- sw.TryAcquire(ctx, 1, 10*time.Second) }()
+	if !f.Wait(5 * time.Second) {
+		t.Fatal("the waiter's recording try did not reach Redis")
+	}
+	if err := sa.Release(ctx, 1); err != nil { // handed to the recorded waiter
+		t.Fatal(err)
+	}
+	grants := core.Of(a).Names().Prefixed("redisync_semaphore_grants", name)
+	rdb := own.Redis(t)
+	if n := testkit.DoString(t, rdb, "HLEN", grants); n != "1" {
+		t.Fatalf("%s holds %s grants after the release, want 1", grants, n)
+	}
+	if err := sb.Release(ctx, 1); err != nil { // free: nobody else is recorded
+		t.Fatal(err)
+	}
+	proxy.Drop() // the try's answer is lost: it is sent again
+	if err := <-got; err != nil {
+		t.Fatalf("waiter's TryAcquire: %v", err)
+	}
+	if err := sw.Release(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, func() error {
+		n, h := testkit.DoString(t, rdb, "GET", name), testkit.DoString(t, rdb, "HLEN", grants)
+		if n != "2" || h != "0" {
+			return fmt.Errorf("%s holds %s permits and %s holds %s grants, want 2 and 0", name, n, grants, h)
+		}
+		return nil
+	})
+}
