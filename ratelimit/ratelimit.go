@@ -225,8 +225,8 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 // Undo removes the grant of a try whose caller has gone, that the replicas did not acknowledge, or
 // whose answer never came, and returns its permits to the window: the grant is found by its member,
 // whether or not the try made it.
-func (a *acquisition) Undo(context.Context, bool) {
-	a.l.c.CleanUp(core.RetryBound, giveBackScript, a.l.keys[:5], []string{a.args[1], a.args[0]}, nil)
+func (a *acquisition) Undo(ctx context.Context, _ bool) {
+	a.l.c.Send(ctx, giveBackScript, a.l.keys[:5], []string{a.args[1], a.args[0]})
 }
 
 // member packs a grant as Redisson does, struct.pack('Bc0I', 16, id, n): the id's length, 16 random

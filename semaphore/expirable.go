@@ -159,10 +159,7 @@ func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, er
 
 // Undo gives back the permits a try took: permit ids are unique, so giving them back is safe whether
 // or not they were taken.
-func (a *expirableAcquisition) Undo(context.Context, bool) {
-	e := a.e
-	e.c.CleanUp(core.RetryBound, expirableScript, e.keys, append([]string{"release", e.c.Value("publish"), e.c.RequestID()}, a.args[4:]...), nil)
-}
+func (a *expirableAcquisition) Undo(ctx context.Context, _ bool) { a.e.release(ctx, a.args[4:]) }
 
 // Release gives back the permits with the given ids, all of them or, when one of them is not
 // acquired (its lease ended, it was released, or it never existed), none: the error then matches

@@ -488,10 +488,9 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	return t.acquired, t.retryIn, err
 }
 
-// Undo gives back what a try acquired. Sure of it, it releases what the try counted, waiting for
-// Redis's answer as a call does; unsure (the try's answer never came), it sends the release's Undo
-// variant in the background, which gives back only what it finds the try took. The hold's next call
-// waits for either.
+// Undo gives back what a try acquired. Sure of it, it releases what the try counted; unsure (the
+// try's answer never came), it sends the release's Undo variant in the background, which gives back
+// only what it finds the try took; the hold waits for it.
 func (a *attempt) Undo(ctx context.Context, sure bool) {
 	l := a.l
 	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid]}
@@ -500,18 +499,14 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.h.settle)
 		return
 	}
-	acquired := a.v[vRid]
+	// Sure of it, the give-back is sent within RetryBound, and not after: the acquisition may try
+	// again at once (its try came too late to keep), and a try that finds the count this one made
+	// takes it as its own, which a give-back still under way would then take back.
 	v[vRid] = l.c.RequestID()
-	a.h.retain() // the owner's next call waits for the give-back, should it outlast this one
-	l.c.CleanUp(RetryBound, l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), func(res rueidis.RedisResult) {
-		if l.keptMemo(a.count, a.held) {
-			l.c.DeleteLater(l.memo(acquired))
-		}
-		if n, err := res.AsInt64(); err == nil && n > 0 && n != int64(a.held) {
-			l.c.DeleteLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
-		}
-		a.h.settle()
-	})
+	l.sendRelease(ctx, &v, false)
+	if l.keptMemo(a.count, a.held) {
+		l.c.DeleteLater(l.memo(a.v[vRid]))
+	}
 }
 
 // keptMemo reports whether an acquisition that made the owner's count count, where the client
