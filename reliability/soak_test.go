@@ -105,7 +105,11 @@ func soak(t *testing.T, env soakEnv) {
 	ctx, stop := context.WithTimeout(context.Background(), *soakFor)
 	defer stop()
 
-	tr := startTrace(t, tg.Servers[0].Addr, *soakTrace)
+	addrs := make([]string, len(tg.Servers))
+	for i, s := range tg.Servers {
+		addrs[i] = s.Addr
+	}
+	tr := startTrace(t, *soakTrace, addrs...)
 	var ops, faults, cuts, errs, violations atomic.Int64
 	var kindsMu sync.Mutex
 	kinds := map[string]int{}
