@@ -75,7 +75,9 @@ if free or count > 0 then
     redis.call('pexpire', KEYS[1], lease)
   end
   local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
-  if ARGV[10] == '1' then
+  -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
+  -- lost: a record left behind would have a release hand this owner the lock again.
+  if ARGV[10] == '1' or MODE == 1 then
     redis.call('zrem', KEYS[3], ARGV[11])
   end
   if count ~= held then

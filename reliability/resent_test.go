@@ -2,13 +2,16 @@ package reliability
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -70,4 +73,52 @@ func TestSemaphoreTryResentAfterItsGrant(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLockTryResentAfterItsRecord: a waiter's try records the waiter and its answer is lost; the
+// holder's lease ends meanwhile, so that the try, sent again, finds the lock free and takes it. It
+// must take its record away as it does so: it does not know that its first send recorded the
+// waiter, and a record left behind has the next release hand the lock to this owner again, after its
+// Unlock, until its Client gives it back. Found by the cluster soak (TestSoakCluster), where a
+// successful Unlock of a MultiLock's sub-lock left the owner's field in the lock.
+func TestLockTryResentAfterItsRecord(t *testing.T) {
+	own := testkit.Own(t)
+	proxy := redistest.StartProxy(t, own.Servers[0].Addr)
+	through := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers}
+	h, w := own.Client(t), through.Client(t)
+	const name = "resent-lock"
+	ctx := context.Background()
+	hheld, err := must1(rlock.New(h, name, rlock.WithLease(time.Second))).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.KeepAlive(hheld) // its lease ends: dropped, it would be logged as abandoned
+	// The waiter's try that records it (rlock_acquire.lua: 5 KEYS, 11 ARGV).
+	f := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: name,
+		Match: func(args []string) bool { return len(args) == 3+5+11 && args[2] == "5" }})
+	t.Cleanup(f.Release)
+	lw := must1(rlock.New(w, name))
+	got := testkit.Background(func() (context.Context, error) { return lw.TryLock(ctx, 10*time.Second) })
+	if !f.Wait(5 * time.Second) {
+		t.Fatal("the waiter's recording try did not reach Redis")
+	}
+	rdb := own.Redis(t)
+	waiters := core.Of(h).Names().Prefixed("redisync_lock_waiters", name)
+	if n := testkit.DoString(t, rdb, "ZCARD", waiters); n != "1" {
+		t.Fatalf("%s holds %s records, want the waiter's", waiters, n)
+	}
+	testkit.Eventually(t, 5*time.Second, func() error { // the holder's lease ends
+		if n := testkit.DoString(t, rdb, "EXISTS", name); n != "0" {
+			return errors.New("the holder's lease has not ended yet")
+		}
+		return nil
+	})
+	proxy.Drop() // the try's answer is lost: it is sent again, and finds the lock free
+	held := testkit.Await(t, got, "the waiter's TryLock")
+	if n := testkit.DoString(t, rdb, "ZRANGE", waiters, "0", "-1"); n != "" {
+		t.Errorf("the waiter holds the lock and its record is still in %s: %s", waiters, n)
+	}
+	if err := lw.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
 }
