@@ -55,9 +55,9 @@ const (
 )
 
 // Send sends the script s that changes state, and returns Redis's answer. A connection failure makes
-// it send s.Resent() again, within RetryBound. When ctx can end, Send returns at its end and the call
-// goes on in the background until answered or the bound passes: it takes effect once or not at all,
-// never twice.
+// it send s.Resent() again, and a refusal s as it was, within RetryBound. When ctx can end, Send
+// returns at its end and the call goes on in the background until answered or the bound passes: it
+// takes effect once or not at all, never twice.
 func (c *Client) Send(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	return c.sendAway(ctx, s, keys, args, false)
 }
