@@ -696,7 +696,7 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 // notifier routed it itself, since rueidis may route it elsewhere until it refreshes its slot map.
 func (n *Notifier) unsubscribe(ctx context.Context, channel, at string) {
 	if node := n.rdb.Nodes()[at]; at != "" && node != nil {
-		node.Do(ctx, node.B().Sunsubscribe().Channel(channel).Build())
+		node.Do(ctx, node.B().Sunsubscribe().Channel(channel).Build().Pin()) // see slotMaster
 		return
 	}
 	n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(channel).Build())
@@ -731,7 +731,7 @@ func (n *Notifier) receiveOn(ctx context.Context, at, channel string, onSubscrip
 		}
 		return err
 	})
-	err := node.Receive(ctx, node.B().Ssubscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+	err := node.Receive(ctx, node.B().Ssubscribe().Channel(channel).Build().Pin(), func(m rueidis.PubSubMessage) { // see slotMaster
 		n.deliver(m.Channel, m.Message)
 	})
 	if err != nil && context.Cause(ctx) != nil {
@@ -770,7 +770,10 @@ func (n *Notifier) slotMaster(ctx context.Context, key, at string) string {
 		if hops >= 4 { // going round: let the nodes agree
 			time.Sleep(min(10*time.Millisecond<<min(hops-4, 5), 100*time.Millisecond))
 		}
-		err := node.Do(ctx, node.B().Exists().Key(key).Build()).Error()
+		// Pinned, never recycled: a node's client recycles a command once answered, and a connection
+		// that expired under the command, whose writer read it, is not waited for (the race detector
+		// reports the recycling).
+		err := node.Do(ctx, node.B().Exists().Key(key).Build().Pin()).Error()
 		moved, isMoved := movedTo(err)
 		switch {
 		case isMoved:
