@@ -68,6 +68,7 @@ func TestSlotMoveUnderContention(t *testing.T) {
 	// kind of move as often, with a pause between the steps of some so that the calls meet the
 	// migration's refusals for a while.
 	moves := map[string]int{}
+	var longest time.Duration
 	for i := 0; i < 12 || time.Since(w.start) < 3*time.Second; i++ {
 		from, err := cl.SlotOwner(setup, slot)
 		if err != nil {
@@ -78,15 +79,18 @@ func TestSlotMoveUnderContention(t *testing.T) {
 		if i%4 >= 2 {
 			how.Pause = 20 * time.Millisecond
 		}
+		began := time.Now()
 		if err := cl.MoveSlot(setup, slot, to, how); err != nil {
 			t.Fatal(err)
 		}
+		longest = max(longest, time.Since(began))
 		moves[how.String()]++
 		time.Sleep(100 * time.Millisecond) // let the calls run on the new master too
 	}
 	stop()
 	w.wait()
-	t.Logf("slot moves %v under %d operations; %d waits ran out", moves, w.ops.Load(), w.timeouts.Load())
+	t.Logf("slot moves %v (the longest %v) under %d operations; %d waits ran out; the slowest release took %v",
+		moves, longest.Round(time.Millisecond), w.ops.Load(), w.timeouts.Load(), time.Duration(w.slowest.Load()).Round(time.Millisecond))
 	if w.ops.Load() == 0 {
 		t.Fatal("no operation succeeded")
 	}
@@ -102,6 +106,7 @@ type workload struct {
 	wg       sync.WaitGroup
 	ops      atomic.Int64
 	timeouts atomic.Int64 // waits whose bound passed: the one error the callers may see
+	slowest  atomic.Int64 // the longest release (Unlock, Release, CountDown), in ns
 	mu       sync.Mutex
 	errs     map[string]int
 }
@@ -138,6 +143,19 @@ func (w *workload) inside(name string, held context.Context, shared bool) {
 	w.ops.Add(1)
 }
 
+// timed runs release, a call that does not wait, and keeps the longest it took.
+func (w *workload) timed(release func() error) error {
+	start := time.Now()
+	err := release()
+	d := int64(time.Since(start))
+	for {
+		m := w.slowest.Load()
+		if d <= m || w.slowest.CompareAndSwap(m, d) {
+			return err
+		}
+	}
+}
+
 type lockable interface {
 	TryLock(context.Context, time.Duration) (context.Context, error)
 	Unlock(context.Context) error
@@ -162,7 +180,7 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 			return
 		}
 		w.inside(name, held, shared)
-		w.call(what+" Unlock", l.Unlock(held))
+		w.call(what+" Unlock", w.timed(func() error { return l.Unlock(held) }))
 	}
 	var semOut, expOut atomic.Int64
 	for i, c := range clients {
@@ -199,7 +217,7 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 			time.Sleep(time.Millisecond)
 			semOut.Add(-1)
 			w.ops.Add(1)
-			w.call("semaphore Release", sem.Release(context.Background(), 1))
+			w.call("semaphore Release", w.timed(func() error { return sem.Release(context.Background(), 1) }))
 		})
 		exp := must1(semaphore.NewExpirable(c, tag+"exp"))
 		loop(func() {
@@ -213,7 +231,7 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 			time.Sleep(time.Millisecond)
 			expOut.Add(-1)
 			w.ops.Add(1)
-			w.call("expirable Release", exp.Release(context.Background(), ids...))
+			w.call("expirable Release", w.timed(func() error { return exp.Release(context.Background(), ids...) }))
 		})
 		lim := must1(ratelimit.New(c, tag+"rate"))
 		loop(func() {
@@ -241,7 +259,7 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 			}()
 		}
 		for want := int64(1); want >= 0; want-- {
-			if !w.call("latch CountDown", latch.CountDown(context.Background())) {
+			if !w.call("latch CountDown", w.timed(func() error { return latch.CountDown(context.Background()) })) {
 				continue
 			}
 			if n, err := latch.Count(context.Background()); w.call("latch Count", err) && n != want {
