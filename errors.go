@@ -3,13 +3,16 @@ package redisync
 import "github.com/redisync/redisync/internal/core"
 
 // Errors returned by every primitive, wrapped with the object's kind and name; test them with
-// errors.Is. Errors from Redis itself (WRONGTYPE, a dead server, a timeout) come back as they are,
-// wrapped the same way, and never as a successful acquisition.
+// errors.Is. Redis's own refusals come back as ErrWrongType, ErrNoPermission or ErrRefused, with a
+// sentence that says what happened; Redis's message stays reachable with errors.As (a
+// *rueidis.RedisError) for debugging. A dead server or a timeout comes back as the connection's
+// error, wrapped the same way. No error is ever a successful acquisition.
 var (
 	// ErrNotHeld: the ctx's owner does not hold the object (it never did, released it already, or the
 	// lease ended). Nothing was changed.
 	ErrNotHeld = core.ErrNotHeld
-	// ErrNotAcquired: the wait bound passed (or a single try failed) without acquiring.
+	// ErrNotAcquired: the wait bound passed (or a single try failed) without acquiring; for a latch's
+	// TryAwait, without the count reaching zero.
 	ErrNotAcquired = core.ErrNotAcquired
 	// ErrLost is the cause of a hold's ctx when the hold ended without Unlock: its fixed lease ran out,
 	// the watchdog found it gone, or renewal kept failing until the lease may have ended.
@@ -32,8 +35,18 @@ var (
 	// ErrNotInitialized: the object needs a setting that nobody made yet (a rate limiter without a
 	// rate: TrySetRate or SetRate first, also after its keep-alive let it expire). Nothing was changed.
 	ErrNotInitialized = core.ErrNotInitialized
-	// ErrWrongType: the object's name (or one of its side keys) already holds data that is not this
-	// primitive's: a key of another type, such as an application's string, hash or list, or the layout
-	// of another primitive. Nothing was changed, deleted or waited for.
+	// ErrWrongType: the object's name (or one of the side keys it keeps beside the name) already
+	// holds data that is not this primitive's: a key of another type, such as an application's
+	// string, hash or list, or the layout of another primitive (a semaphore's count under a lock's
+	// name, a group lock's fields in a lock's hash). Every method of every primitive refuses such a
+	// name, reads included, and says what it found ("lock "stock": redisync: the name holds other
+	// data: a string"): nothing is changed, deleted or waited for.
 	ErrWrongType = core.ErrWrongType
+	// ErrNoPermission: Redis refused the user (NOPERM: the ACL does not allow a command or key the
+	// call needs; NOAUTH, WRONGPASS). Nothing was changed.
+	ErrNoPermission = core.ErrNoPermission
+	// ErrRefused: Redis refused the call for a reason of its own (out of memory, a read-only replica,
+	// busy with a script, loading, unable to persist...), which the error says. A waiter that gets
+	// it returns it at once; nothing refused is sent again.
+	ErrRefused = core.ErrRefused
 )

@@ -300,6 +300,13 @@ func TestEventsAbandoned(t *testing.T) {
 		}
 		return nil
 	})
+	// When its lease may have ended, the hold is reported for what happened to it: nothing failed.
+	if e := r.await(t, redisync.EventLost); !strings.Contains(e.Cause.Error(), "abandoned without Unlock") {
+		t.Fatalf("lost event of the abandoned hold: cause %q", e.Cause)
+	}
+	if log := r.log(); strings.Contains(log, "renewal failed") || !strings.Contains(log, "abandoned without Unlock") {
+		t.Fatalf("the abandoned hold's end is logged as %q", log)
+	}
 }
 
 // Close ends the holds it leaves: reported lost with ErrClosed, and not logged as a loss.

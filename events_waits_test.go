@@ -104,8 +104,8 @@ func TestEventsSemaphoreRateLatch(t *testing.T) {
 	latch, _ := countdown.New(c, "events-latch")
 	latch.TrySetCount(ctx, 1)
 	defer latch.Delete(ctx)
-	if open, err := latch.TryAwait(ctx, 50*time.Millisecond); err != nil || open {
-		t.Fatalf("TryAwait = %v, %v", open, err)
+	if err := latch.TryAwait(ctx, 50*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryAwait = %v, want ErrNotAcquired", err)
 	}
 	if err := latch.CountDown(ctx); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 		if err != nil {
 			rtt = r.rtt
 		}
-		ms := []metric{mAcq, mHand50, mHand99, mHandRT, mWait99, mCmds, mSrvAcq, mJain, mOverlaps, mGaveUp}
+		ms := []metric{mAcq, mHand50, mHand99, mHandRT, mWait99, mCmds, mSrvAcq, mCapAcq, mJain, mOverlaps, mGaveUp}
 		if fifo {
 			ms = append(ms, mFIFO)
 		}
@@ -99,6 +99,7 @@ func (r *run) contentionFIFO(id, title string, d *deployment, ls []*lib, k int, 
 			t.set(l.name, mWait99.name, us(percentile(a.lat, .99))/1000)
 			t.set(l.name, mCmds.name, a.perOp(a.cmds))
 			t.set(l.name, mSrvAcq.name, a.perOp(a.srv.calls))
+			t.set(l.name, mCapAcq.name, perCore(a.ops, a.srv.cpu))
 			t.set(l.name, mJain.name, jain(a.perOwner))
 			t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
 			t.set(l.name, mGaveUp.name, float64(a.gaveUp))

@@ -91,6 +91,7 @@ type machine struct {
 	Redis      string  `json:"redis"`
 	Load       string  `json:"load_avg"`
 	RTT        float64 `json:"rtt_p50_us"`
+	ProxyRTT   float64 `json:"proxy_rtt_p50_us,omitempty"` // through the delay proxy at 0 delay
 	Tree       string  `json:"tree"`
 	Start      string  `json:"start"`
 }
@@ -148,6 +149,23 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// proxyRoundTrip measures a serial PING's p50 through a delay proxy that adds nothing: the proxy's
+// own cost, in us.
+func proxyRoundTrip(d *deployment) (float64, error) {
+	if d.cluster || len(d.addrs) != 1 {
+		return 0, fmt.Errorf("the proxy's own cost is measured on a single server")
+	}
+	p, err := startDelayProxy(d.addrs[0], 0)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	via := *d
+	via.addrs = []string{p.Addr()}
+	rtt, err := roundTrip(&via)
+	return us(rtt), err
 }
 
 // roundTrip measures the p50 of a serial PING: the unit in which handoffs are judged.

@@ -21,6 +21,7 @@ var (
 	mGroupRT    = metric{name: "cmds_per_pair", head: "cmds/pair"}
 	mGroupSrv   = metric{name: "srv_cmds_per_pair", head: "srv cmds/pair"}
 	mGroupCPU   = metric{name: "srv_cpu_us_per_pair", head: "srv CPU us/pair"}
+	mGroupCap   = metric{name: "pairs_per_core_s", head: "pairs/s per core", higher: true}
 )
 
 func init() {
@@ -91,7 +92,7 @@ func (r *run) b13() []*table {
 func (r *run) b13one(n int) *table {
 	t := newTable("B13", fmt.Sprintf("lock %d values at once, 1 goroutine, fresh values each time", n),
 		map[string]any{"deployment": r.dep.name, "values": n},
-		mGroupPairs, mGroupAcq50, mGroupP50, mGroupP99, mGroupAcqRT, mGroupRT, mGroupSrv, mGroupCPU)
+		mGroupPairs, mGroupAcq50, mGroupP50, mGroupP99, mGroupAcqRT, mGroupRT, mGroupSrv, mGroupCPU, mGroupCap)
 	for _, gl := range groupLibs {
 		t.note("%s: %s", gl.name, gl.config)
 	}
@@ -187,6 +188,7 @@ func (r *run) b13one(n int) *table {
 		t.set(gl.name, mGroupRT.name, a.perOp(a.cmds))
 		t.set(gl.name, mGroupSrv.name, a.perOp(a.srv.calls))
 		t.set(gl.name, mGroupCPU.name, us(a.srv.cpu)/float64(a.ops))
+		t.set(gl.name, mGroupCap.name, perCore(a.ops, a.srv.cpu))
 		t.note("%s server calls per pair (scripts' inner calls included): %s", gl.name, a.breakdown(6))
 	}
 	t.note("cmds/acq: commands the Client sent while Lock ran; cmds/pair: all it sent over the slices, the group lock's deletion of each acquisition's memo (in the background, batched) included")

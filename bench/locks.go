@@ -26,7 +26,7 @@ var (
 // B1: uncontended Lock+Unlock, one goroutine, a fresh key each time.
 func (r *run) b1() *table {
 	t := newTable("B1", "uncontended Lock+Unlock, 1 goroutine, fresh key each time", map[string]any{"deployment": r.dep.name},
-		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mAllocs, mOverlaps, mKeys, mMem)
+		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mCapPairs, mAllocs, mOverlaps, mKeys, mMem)
 	all, ls := openAll(r.dep, libs, 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
@@ -61,6 +61,7 @@ func (r *run) b1() *table {
 		t.set(l.name, mRT.name, a.perOp(a.cmds))
 		t.set(l.name, mSrv.name, a.perOp(a.srv.calls))
 		t.set(l.name, mSrvCPU.name, us(a.srv.cpu)/float64(a.ops))
+		t.set(l.name, mCapPairs.name, perCore(a.ops, a.srv.cpu))
 		t.set(l.name, mAllocs.name, float64(a.mallocs)/float64(a.ops))
 		overlaps[l.name] = secs[l.name].overlaps.Load()
 		t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
@@ -193,7 +194,7 @@ func (r *run) b2(b1 *table) *table {
 func (r *run) b3(id string, d *deployment) *table {
 	const goroutines = 50
 	t := newTable(id, "50 goroutines, distinct keys, one client", map[string]any{"deployment": d.name, "goroutines": goroutines},
-		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mOverlaps, mKeys, mMem)
+		mPairs, mP50, mP99, mRT, mSrv, mSrvCPU, mCapPairs, mOverlaps, mKeys, mMem)
 	all, ls := openAll(d, append(slices.Clone(libs), variants...), 1, t)
 	defer closeAll(all)
 	accs := map[string]*acc{}
@@ -231,6 +232,7 @@ func (r *run) b3(id string, d *deployment) *table {
 		t.set(l.name, mRT.name, a.perOp(a.cmds))
 		t.set(l.name, mSrv.name, a.perOp(a.srv.calls))
 		t.set(l.name, mSrvCPU.name, us(a.srv.cpu)/float64(a.ops))
+		t.set(l.name, mCapPairs.name, perCore(a.ops, a.srv.cpu))
 		t.set(l.name, mOverlaps.name, float64(overlaps[l.name]))
 		a.leftovers(t, l.name)
 	}

@@ -77,12 +77,16 @@ func (r *run) b10() []*table {
 	}
 	var out []*table
 	for _, k := range []int{3, 5} {
-		ds := make([]*deployment, k)
-		for i := range ds {
-			ds[i] = standalone(servers[i])
-		}
 		t := newTable("B10", fmt.Sprintf("lock over %d servers", k), map[string]any{"servers": k},
 			mAcq50, mAcq99, mStopped50, mStoppedOK)
+		ds := make([]*deployment, k)
+		var err error
+		for i := range ds {
+			if ds[i], err = r.via(standalone(servers[i])); err != nil {
+				t.note("%v", err)
+				return append(out, t)
+			}
+		}
 		for _, ml := range multiLibs {
 			t.note("%s: %s", ml.name, ml.config)
 		}
@@ -134,7 +138,7 @@ func (m *multiLocker) Lock(ctx context.Context, key string) (func(context.Contex
 	var lk multilock.Locker
 	var err error
 	if m.red {
-		lk, err = multilock.NewRedLock(subs)
+		lk, err = multilock.NewRedLock(subs...)
 	} else {
 		lk, err = multilock.New(subs...)
 	}

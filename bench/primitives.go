@@ -150,7 +150,7 @@ func (r *run) b6() []*table {
 	const clients, perClient = 4, 2
 	cs := 100 * time.Microsecond
 	t := newTable("B6", "rwlock, 8 goroutines on 4 clients, one name, hold 100 us", map[string]any{"deployment": r.dep.name, "goroutines": clients * perClient, "cs_us": cs.Microseconds()},
-		mReads, mWrites, mWriter99, mRWCmds, mViolation)
+		mReads, mWrites, mWriter99, mRWCmds, mCapAcq, mViolation)
 	var n atomic.Int64
 	var cl []*redisync.Client
 	for i := 0; i < clients; i++ {
@@ -169,7 +169,7 @@ func (r *run) b6() []*table {
 		var readers, writers atomic.Int64
 		var mu sync.Mutex
 		var writerWaits []time.Duration
-		var elapsed time.Duration
+		var elapsed, cpu time.Duration
 		var cmds int64
 		var firstErr atomic.Value
 		for rep := 0; rep < r.reps; rep++ {
@@ -245,6 +245,7 @@ func (r *run) b6() []*table {
 				return []*table{t}
 			}
 			elapsed += w.t1.Sub(w.t0)
+			cpu += w.s1.cpu - w.s0.cpu
 			cmds += w.c1 - w.c0
 			_, _ = r0, w0
 		}
@@ -259,6 +260,7 @@ func (r *run) b6() []*table {
 			t.set(row, mWriter99.name, us(percentile(writerWaits, .99))/1000)
 		}
 		t.set(row, mRWCmds.name, float64(cmds)/float64(reads.Load()+writes.Load()))
+		t.set(row, mCapAcq.name, perCore(reads.Load()+writes.Load(), cpu))
 		t.set(row, mViolation.name, float64(violations.Load()))
 		if violations.Load() > 0 {
 			r.checkExclusion(t, row, map[string]int64{row: violations.Load()})
@@ -281,7 +283,7 @@ func (r *run) b7() []*table {
 	const clients = 4
 	cs := 100 * time.Microsecond
 	t := newTable("B7", "semaphore, 2x as many goroutines as permits (at least 8) on 4 clients, hold 100 us", map[string]any{"deployment": r.dep.name, "cs_us": cs.Microseconds()},
-		mAcq, mPermitHand, mPermitRT, mCmds, mMaxHolders, mAbove)
+		mAcq, mPermitHand, mPermitRT, mCmds, mCapAcq, mMaxHolders, mAbove)
 	var n atomic.Int64
 	var cl []*redisync.Client
 	for i := 0; i < clients; i++ {
@@ -315,7 +317,7 @@ func (r *run) b7() []*table {
 			acquired                   int64
 			hand                       []time.Duration
 			mu                         sync.Mutex
-			elapsed                    time.Duration
+			elapsed, cpu               time.Duration
 			cmds                       int64
 			firstErr                   atomic.Value
 		)
@@ -372,6 +374,7 @@ func (r *run) b7() []*table {
 			w.close()
 			wg.Wait()
 			elapsed += w.t1.Sub(w.t0)
+			cpu += w.s1.cpu - w.s0.cpu
 			cmds += w.c1 - w.c0
 		}
 		if err, _ := firstErr.Load().(error); err != nil {
@@ -384,6 +387,7 @@ func (r *run) b7() []*table {
 		t.set(row, mPermitHand.name, us(h50))
 		t.set(row, mPermitRT.name, float64(h50)/float64(rtt))
 		t.set(row, mCmds.name, float64(cmds)/float64(acquired))
+		t.set(row, mCapAcq.name, perCore(acquired, cpu))
 		t.set(row, mMaxHolders.name, float64(maxHolders.Load()))
 		t.set(row, mAbove.name, float64(above.Load()))
 		if above.Load() > 0 {

@@ -63,10 +63,11 @@ func (r *run) b12() []*table {
 		metric{name: "max_per_interval", head: "max in any interval", higher: false},
 		metric{name: "busy_pct", head: "busy %", higher: true},
 		metric{name: "cmds_per_grant", head: "cmds/grant", higher: false, ratio: true},
+		metric{name: "grants_per_core_s", head: "grants/s per core", higher: true, ratio: true},
 	)
 	type sum struct {
 		grants, steady, cmds int64
-		steadyDur            time.Duration
+		steadyDur, cpu       time.Duration
 		first, max, srvMax   int
 	}
 	sums := make([]sum, len(rateLibs))
@@ -85,6 +86,7 @@ func (r *run) b12() []*table {
 			s.srvMax = max(s.srvMax, res.serverWindow)
 			s.steady += res.steady
 			s.steadyDur += res.steadyDur
+			s.cpu += res.cpu
 		}
 	}
 	for i, l := range rateLibs {
@@ -98,6 +100,7 @@ func (r *run) b12() []*table {
 		t.set(l.name, "max_per_interval", float64(s.max))
 		t.set(l.name, "busy_pct", 100*perS/(b12Rate/b12Interval.Seconds()))
 		t.set(l.name, "cmds_per_grant", float64(s.cmds)/float64(s.grants))
+		t.set(l.name, "grants_per_core_s", perCore(s.grants, s.cpu))
 	}
 	for _, l := range rateLibs {
 		t.note("%s: %s", l.name, l.config)
@@ -122,6 +125,7 @@ type rateResult struct {
 	serverWindow int
 	steady       int64         // grants after the first interval
 	steadyDur    time.Duration // from the end of the first interval to the end of the slice
+	cpu          time.Duration // the server's, over the slice
 }
 
 // rateSlice runs the workload on a fresh key for d and stamps every grant when it returns.
@@ -149,6 +153,10 @@ func rateSlice(dep *deployment, l rateLib, d time.Duration, key string) (rateRes
 		}
 	}
 	n.Store(0)
+	s0, err := dep.stats()
+	if err != nil {
+		return rateResult{}, err
+	}
 	start := time.Now()
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
 	defer cancel()
@@ -184,8 +192,12 @@ func rateSlice(dep *deployment, l rateLib, d time.Duration, key string) (rateRes
 	if firstErr != nil {
 		return rateResult{}, firstErr
 	}
+	s1, err := dep.stats()
+	if err != nil {
+		return rateResult{}, err
+	}
 	sort.Slice(grants, func(i, j int) bool { return grants[i].Before(grants[j]) })
-	res := rateResult{grants: grants, cmds: n.Load(), steadyDur: d - b12Interval, serverWindow: -1}
+	res := rateResult{grants: grants, cmds: n.Load(), steadyDur: d - b12Interval, serverWindow: -1, cpu: s1.cpu - s0.cpu}
 	if _, ok := takers[0].(*redisyncRate); ok {
 		var at []int64
 		for _, tk := range takers {

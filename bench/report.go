@@ -189,6 +189,9 @@ type row struct {
 func writeJSON(path string, m machine, tables []*table) error {
 	var rows []row
 	env := map[string]any{"cpu": m.CPU, "cores": m.Cores, "gomaxprocs": m.GOMAXPROCS, "go": m.Go, "redis": m.Redis, "load_avg": m.Load, "start": m.Start, "tree": m.Tree}
+	if m.ProxyRTT > 0 {
+		env["proxy_rtt_p50_us"] = m.ProxyRTT
+	}
 	rows = append(rows, row{Bench: "env", Metric: "rtt_p50_us", Value: m.RTT, Params: env})
 	for _, t := range tables {
 		for _, lib := range t.libs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -24,6 +25,77 @@ type run struct {
 	reps   int           // slices per library, interleaved A B A B
 	slice  time.Duration // length of one slice
 	broken []string      // workloads whose mutual exclusion failed
+	// target is the round trip this round's clients see (0: loopback, no proxy); oneWay is what the
+	// delay proxies hold every byte each way to make it so; proxies are this round's.
+	target, oneWay time.Duration
+	proxies        []*proxyProcess
+}
+
+// via returns d as this round's clients reach it: over loopback, or through a delay proxy per address
+// (see target). Statistics are still read from the servers directly.
+func (r *run) via(d *deployment) (*deployment, error) {
+	if r.target <= 0 {
+		return d, nil
+	}
+	if d.cluster {
+		return nil, fmt.Errorf("a cluster's nodes announce their own addresses: its clients would go round the delay proxy")
+	}
+	out := *d
+	out.addrs = nil
+	for _, a := range d.addrs {
+		p, err := startDelayProxy(a, r.oneWay)
+		if err != nil {
+			return nil, err
+		}
+		r.proxies = append(r.proxies, p)
+		out.addrs = append(out.addrs, p.Addr())
+	}
+	return &out, nil
+}
+
+// calibrate sets r.oneWay so that a PING through the delay proxy to d (a single server) takes r.target
+// (its p50): the target, less what the proxy costs by itself and the loopback round trip, halved; then
+// corrected once by what a PING through a proxy so set takes.
+func (r *run) calibrate(d *deployment, atZero time.Duration) error {
+	r.oneWay = max(0, (r.target-atZero)/2)
+	for range 2 {
+		p, err := startDelayProxy(d.addrs[0], r.oneWay)
+		if err != nil {
+			return err
+		}
+		via := *d
+		via.addrs = []string{p.Addr()}
+		got, err := roundTrip(&via)
+		p.Close()
+		if err != nil {
+			return err
+		}
+		r.oneWay = max(0, r.oneWay-(got-r.target)/2)
+	}
+	return nil
+}
+
+// closeProxies stops the delay proxies of this round.
+func (r *run) closeProxies() {
+	for _, p := range r.proxies {
+		p.Close()
+	}
+	r.proxies = nil
+}
+
+// Capacity: what one core of the server carries, from the CPU the server used (INFO's used_cpu_sys
+// and used_cpu_user) over the same window as the operations counted.
+var (
+	mCapPairs = metric{name: "pairs_per_core_s", head: "pairs/s per core", higher: true, ratio: true}
+	mCapAcq   = metric{name: "acq_per_core_s", head: "acq/s per core", higher: true, ratio: true}
+)
+
+// perCore returns how many of ops one second of the servers' CPU carried.
+func perCore(ops int64, cpu time.Duration) float64 {
+	if cpu <= 0 || ops <= 0 {
+		return math.NaN()
+	}
+	return float64(ops) / cpu.Seconds()
 }
 
 // section counts holders that overlap inside a critical section.

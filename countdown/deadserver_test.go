@@ -33,14 +33,14 @@ func TestLatchTryAwaitReturnsOnDeadServer(t *testing.T) {
 	}
 	const wait = 2 * time.Second
 	err := testkit.ReturnsWithin(t, time.Now(), wait+core.Overtime, "TryAwait(2s) on a killed server", func() error {
-		ok, err := l.TryAwait(context.Background(), wait)
-		if ok {
+		err := l.TryAwait(context.Background(), wait)
+		if err == nil {
 			return errors.New("TryAwait reported the latch open")
 		}
 		return err
 	})
-	if err == nil {
-		t.Fatal("TryAwait on a killed server returned no error")
+	if err == nil || errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryAwait on a killed server returned %v, want the connection's error", err)
 	}
 }
 
@@ -51,8 +51,8 @@ func TestLatchTryAwaitReturnsOnStalledServer(t *testing.T) {
 	testkit.Stall(t, s, "SIGSTOP")
 	const wait = 2 * time.Second
 	err := testkit.ReturnsWithin(t, time.Now(), wait+core.Overtime, "TryAwait(2s) on a stalled server", func() error {
-		if ok, err := l.TryAwait(context.Background(), wait); ok || err != nil {
-			return fmt.Errorf("TryAwait = %v, %v; want false, nil", ok, err)
+		if err := l.TryAwait(context.Background(), wait); !errors.Is(err, redisync.ErrNotAcquired) {
+			return fmt.Errorf("TryAwait = %v; want ErrNotAcquired", err)
 		}
 		return nil
 	})

@@ -9,7 +9,7 @@
 // Redisson's, a waiter does not depend on that message alone: it checks the count again when its
 // notification connection comes back after a drop, and at least once per recheck interval of its Client
 // (redisync.WithRecheckInterval), so a lost message delays it by that interval at most. A check that
-// Redis does not answer fails within 5 s (core.RetryBound), so a waiter learns that Redis has gone
+// Redis does not answer fails within 5 s, so a waiter learns that Redis has gone
 // within those two bounds, and returns the error.
 //
 // Layout in Redis (Redisson's): the key is the name, a string holding the count, without expiry; the
@@ -35,9 +35,10 @@ import (
 )
 
 var (
-	setScript    = lua.Load("once.lua", "countdown_set.lua")
-	downScript   = lua.Load("once.lua", "countdown_down.lua")
-	deleteScript = lua.Load("once.lua", "countdown_delete.lua")
+	setScript    = lua.Load("count.lua", "once.lua", "countdown_set.lua")
+	downScript   = lua.Load("count.lua", "once.lua", "countdown_down.lua")
+	deleteScript = lua.Load("count.lua", "once.lua", "countdown_delete.lua")
+	countScript  = lua.Load("count.lua", "countdown_count.lua")
 )
 
 const kind = "countdown latch"
@@ -107,7 +108,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 }
 
 // Count returns the current count: zero when the latch is not set. When Redis does not answer, it
-// returns an error within 5 s (core.RetryBound) whatever ctx's deadline.
+// returns an error within 5 s whatever ctx's deadline.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
 	if err := l.check(ctx); err != nil {
 		return 0, err
@@ -120,7 +121,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 }
 
 func (l *Latch) count(ctx context.Context) (int64, error) {
-	n, err := l.c.Query(ctx, l.c.RDB().B().Get().Key(l.name).Build()).AsInt64()
+	n, err := l.c.QueryScript(ctx, countScript, []string{l.name}, nil).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -146,31 +147,29 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 // (redisync.ErrClosed), or a check of the count fails. It returns at once when the count is already
 // zero, including when the latch was never set.
 //
-// A check that Redis does not answer fails within 5 s (core.RetryBound). A waiter checks the count
-// at least once per recheck interval, so when Redis dies or stalls while Await waits, Await returns
-// the error (wrapping the connection's) within the recheck interval and those 5 s.
-func (l *Latch) Await(ctx context.Context) error {
-	_, err := l.await(ctx, -1)
-	return err
-}
+// A check that Redis does not answer fails within 5 s. A waiter checks the count at least once per
+// recheck interval, so when Redis dies or stalls while Await waits, Await returns the error
+// (wrapping the connection's) within the recheck interval and those 5 s.
+func (l *Latch) Await(ctx context.Context) error { return l.await(ctx, -1) }
 
-// TryAwait is Await with a wait bound: it reports false, with a nil error, when the count is still
-// above zero after wait, or when a check sent at the end of wait is not answered in time. With wait 0
-// it checks once. ctx may end the wait earlier, with its cause as the error. It returns within wait
-// and a quarter second (core.Overtime) whatever Redis does: a check that cannot reach Redis in that
-// time returns the connection's error.
-func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) (bool, error) {
+// TryAwait is Await with a wait bound (Redisson's await(timeout, unit)): it returns an error matching
+// redisync.ErrNotAcquired when the count is still above zero after wait, or when a check sent at the
+// end of wait is not answered in time, and nil once the count is zero. With wait 0 it checks once.
+// ctx may end the wait earlier, with its cause as the error. It returns within wait and a quarter
+// second whatever Redis does: a check that cannot reach Redis in that time returns the connection's
+// error.
+func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 	if wait < 0 {
-		return false, core.Invalid(kind, l.name, "negative wait %v", wait)
+		return core.Invalid(kind, l.name, "negative wait %v", wait)
 	}
 	return l.await(ctx, wait)
 }
 
-func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
+func (l *Latch) await(ctx context.Context, wait time.Duration) error {
 	if err := l.check(ctx); err != nil {
-		return false, err
+		return err
 	}
-	var stop time.Time // a check sent at the end of the wait gets core.Overtime to be answered
+	var stop time.Time // a check sent at the end of the wait gets a quarter second to be answered
 	if wait > 0 {
 		stop = time.Now().Add(wait + core.Overtime)
 	}
@@ -182,13 +181,10 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) (bool, error) {
 		Policy: pubsub.WakeAll,
 		Tries:  &check{l: l, ctx: ctx, stop: stop},
 	})
-	switch {
-	case err == nil:
-		return true, nil
-	case err == core.ErrNotAcquired:
-		return false, nil
+	if err != nil {
+		return core.Errorf(kind, l.name, err)
 	}
-	return false, core.Errorf(kind, l.name, err)
+	return nil
 }
 
 // check is Await's try: a read of the count, which takes nothing and so gives nothing back.

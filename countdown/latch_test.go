@@ -132,8 +132,8 @@ func TestAwaitUnsetReturnsAtOnce(t *testing.T) {
 		if err := l.Await(ctx); err != nil {
 			t.Fatalf("Await on an unset latch: %v", err)
 		}
-		if ok, err := l.TryAwait(ctx, 0); err != nil || !ok {
-			t.Fatalf("TryAwait(0) on an unset latch = %v, %v; want true", ok, err)
+		if err := l.TryAwait(ctx, 0); err != nil {
+			t.Fatalf("TryAwait(0) on an unset latch = %v; want nil", err)
 		}
 		if n := core.Of(c).Notifier().Channels(); n != 0 {
 			t.Fatalf("Await on an open latch subscribed to %d channels", n)
@@ -147,13 +147,12 @@ func TestTryAwaitNotReached(t *testing.T) {
 		l := newLatch(t, tg.Client(t, redisync.WithRecheckInterval(slow)), "latch-bound")
 		l.TrySetCount(ctx, 1)
 		defer l.Delete(ctx)
-		if ok, err := l.TryAwait(ctx, 0); err != nil || ok {
-			t.Fatalf("TryAwait(0) on count 1 = %v, %v; want false, nil", ok, err)
+		if err := l.TryAwait(ctx, 0); !errors.Is(err, redisync.ErrNotAcquired) {
+			t.Fatalf("TryAwait(0) on count 1 = %v; want ErrNotAcquired", err)
 		}
 		start := time.Now()
-		ok, err := l.TryAwait(ctx, 200*time.Millisecond)
-		if err != nil || ok {
-			t.Fatalf("TryAwait(200ms) on count 1 = %v, %v; want false, nil", ok, err)
+		if err := l.TryAwait(ctx, 200*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
+			t.Fatalf("TryAwait(200ms) on count 1 = %v; want ErrNotAcquired", err)
 		}
 		if d := time.Since(start); d < 200*time.Millisecond {
 			t.Fatalf("TryAwait gave up after %v, before its bound", d)
@@ -161,7 +160,7 @@ func TestTryAwaitNotReached(t *testing.T) {
 		// A ctx that ends first is an error, not "not reached".
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		if _, err := l.TryAwait(cctx, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		if err := l.TryAwait(cctx, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("TryAwait with an expiring ctx: %v, want DeadlineExceeded", err)
 		}
 		if err := l.Await(cctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -442,7 +441,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("TrySetCount(%d): %v", n, err)
 		}
 	}
-	if _, err := l.TryAwait(ctx, -time.Second); !errors.Is(err, redisync.ErrInvalidArgument) {
+	if err := l.TryAwait(ctx, -time.Second); !errors.Is(err, redisync.ErrInvalidArgument) {
 		t.Fatalf("negative wait: %v", err)
 	}
 	//lint:ignore SA1012 a nil ctx is the bad input under test
@@ -459,8 +458,8 @@ func TestServerErrors(t *testing.T) {
 	testkit.Do(t, rdb, "HSET", "latch-wrongtype", "f", "1")
 	defer testkit.Do(t, rdb, "DEL", "latch-wrongtype")
 	l := newLatch(t, c, "latch-wrongtype")
-	if err := l.Await(ctx); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Fatalf("Await on a hash: %v, want WRONGTYPE", err)
+	if err := l.Await(ctx); !errors.Is(err, redisync.ErrWrongType) {
+		t.Fatalf("Await on a hash: %v, want ErrWrongType", err)
 	}
 	if _, err := l.Count(ctx); err == nil {
 		t.Fatal("Count on a hash: no error")
@@ -468,8 +467,8 @@ func TestServerErrors(t *testing.T) {
 	if err := l.CountDown(ctx); err == nil {
 		t.Fatal("CountDown on a hash: no error")
 	}
-	if ok, err := l.TrySetCount(ctx, 1); err != nil || ok {
-		t.Fatalf("TrySetCount on an existing key = %v, %v; want false", ok, err)
+	if ok, err := l.TrySetCount(ctx, 1); !errors.Is(err, redisync.ErrWrongType) || ok {
+		t.Fatalf("TrySetCount on a hash = %v, %v; want ErrWrongType", ok, err)
 	}
 	// Closing the Client ends a waiter with ErrClosed.
 	testkit.Do(t, rdb, "SET", "latch-closed", "1")

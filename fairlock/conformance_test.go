@@ -29,6 +29,7 @@ var Kind = locksuite.Kind{
 		}
 		return l, nil
 	},
+	Layout:       "lock",
 	Reentrant:    true,
 	Lease:        true,
 	Fencing:      true,

@@ -47,10 +47,15 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
 		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
 		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
+		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,
 }
+
+// waiting counts the waiters (Waiting).
+var waiting = lua.Load("lockhash.lua", "fairlock_waiting.lua")
 
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
@@ -129,7 +134,7 @@ func (l *Lock) Name() string { return l.l.Name() }
 // done under the lock so that the work stops if the lock is lost.
 //
 // When ctx ends first, the waiter leaves the queue before Lock returns (on its own afterwards when
-// Redis does not answer that within core.Overtime, a quarter second); a try of it that reaches Redis
+// Redis does not answer that within a quarter second); a try of it that reaches Redis
 // after that, held up by a stalled server or network, takes no place. When the Client is closed,
 // nothing more is sent: the place is passed over as a dead process's is (see WithSlot).
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.Lock(ctx) }
@@ -140,6 +145,33 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.L
 // deadline is never the lock's lease.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	return l.l.TryLock(ctx, wait)
+}
+
+// LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
+// lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the lock's
+// options. A re-entry never shortens what an outer hold was promised: the lock's TTL only grows.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	return l.l.LockFor(ctx, lease)
+}
+
+// TryLockFor is TryLock with a lease of its own for this acquisition (Redisson's tryLock(waitTime,
+// leaseTime, unit)): see LockFor.
+func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	return l.l.TryLockFor(ctx, wait, lease)
+}
+
+// Extend makes the hold of ctx's owner last at least lease from now (Redisson's expire on a held
+// lock), and moves the deadline of ctx's hold, when its lease is fixed, to the new end. It never
+// shortens a hold. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the
+// owner does not hold the lock or ctx's hold has ended, and it acts once whatever the network
+// loses. On a hold the watchdog keeps, the TTL lasts at least lease and the renewals go on.
+func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l.l.Extend(ctx, lease) }
+
+// IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
+// holds the lock (Redisson's isHeldByThread, an owner id standing for the thread id).
+func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	n, err := l.l.HoldCountOf(ctx, owner)
+	return n > 0, err
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
@@ -177,8 +209,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // Waiting returns how many owners are in the queue, from every client. It may count waiters that
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
-	c := l.c
-	n, err := c.Query(ctx, c.RDB().B().Llen().Key(c.Names().Prefixed("redisson_lock_queue", l.l.Name())).Build()).AsInt64()
+	if ctx == nil {
+		return 0, core.Invalid(spec.Kind, l.l.Name(), "nil context")
+	}
+	c, name := l.c, l.l.Name()
+	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed("redisson_lock_queue", name)}, nil).AsInt64()
 	if err != nil {
 		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
 	}
@@ -187,6 +222,8 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the lock is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

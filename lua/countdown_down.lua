@@ -1,22 +1,25 @@
 --! KEYS latch channel memo
 --! ARGV publish rid
--- Count a latch down by one (Redisson's countDown); once.lua comes first. A missing latch stays
--- missing (count 0). Returns the count left. Reaching 0 deletes the key and publishes '0' (open).
--- A key that is not a latch (not a whole number above 0: a latch at 0 has no key) is refused
--- unchanged with a WRONGTYPE error: counting it down could delete someone else's data. Exactly once
+-- Count a latch down by one (Redisson's countDown); count.lua and once.lua come first. A missing
+-- latch stays missing (count 0). Returns the count left. Reaching 0 deletes the key and publishes
+-- '0' (open). A key that is not a latch (not a whole number above 0: a latch at 0 has no key) is
+-- refused unchanged (refuse.lua): counting it down could delete someone else's data. Exactly once
 -- by its memo: a count down sent again after a lost answer answers the first send's count.
 local memo = KEYS[3] .. ARGV[2]
 local found, reply = recall(memo)
 if found then
   return reply
 end
-local cur = redis.call('get', KEYS[1])
-if cur == false then
+local n, refused = read_count(KEYS[1])
+if refused then
+  return refused
+end
+if not n then
   return remember(memo, 0)
 end
-local n = tonumber(cur)
-if n == nil or n < 1 or n ~= math.floor(n) or not string.match(cur, '^%d+$') then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds something that is not a countdown latch')
+if n < 1 then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1], 'latch')
 end
 local v = redis.call('decr', KEYS[1])
 if v > 0 then

@@ -15,14 +15,25 @@
 -- when nobody listens on its channel any more: see pass_over); the caller is never passed over
 -- itself, since it is back; and a try that passes over dead waiters while the lock is free wakes the
 -- new head.
+--
+-- A name that holds anything but a lock hash, or a side key of another type, is refused before
+-- anything is written (lockhash.lua, refuse.lua; pass_over reads the queue, the deadlines and the
+-- records first): the fencing increment and the writes to the records go before the lock's and the
+-- queue's.
 local lock, queue, deadlines, prefix, records, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7] .. ARGV[3]
 local me, held, slot, tag = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5]), ARGV[10]
 
+-- token takes a fencing token, if the lock hands them out: the token, or nil and the refusal.
 local function token()
-  if ARGV[7] == '1' then
-    return redis.call('incr', KEYS[4])
+  if ARGV[7] ~= '1' then
+    return 0
   end
-  return 0
+  local t = redis.pcall('incr', KEYS[4])
+  if type(t) == 'table' then
+    --! INCLUDE refuse.lua
+    return nil, refuse(KEYS[4], nil, t.err)
+  end
+  return t
 end
 
 if MODE == 1 then
@@ -40,12 +51,29 @@ if MODE == 1 then
   end
 end
 
-local count = tonumber(redis.call('hget', lock, me))
+local pttl = redis.call('pttl', lock)
+local count
+if pttl ~= -2 then
+  --! INCLUDE lockhash.lua
+  local refused
+  count, refused = hold_count(lock, me)
+  if refused then
+    return refused
+  end
+  if count == 0 then
+    count = nil
+  end
+end
 if count then
   if tag ~= '' then
     -- A release may have handed the lock to this waiter: the grant is this acquisition, and its
     -- lease starts again now, since the waiter counts it from this try.
-    local t, granted = string.match(redis.call('hget', records, me) or '', '^%-(%d+) (%S+)$')
+    local rec = redis.pcall('hget', records, me)
+    if type(rec) == 'table' then
+      --! INCLUDE refuse.lua
+      return refuse(records, nil, rec.err)
+    end
+    local t, granted = string.match(rec or '', '^%-(%d+) (%S+)$')
     if granted == tag then
       redis.call('hdel', records, me)
       extend(lock, ARGV[4])
@@ -70,9 +98,12 @@ if count then
   if ARGV[6] ~= '1' then
     return {2}
   end
+  local tok, refused = token()
+  if refused then
+    return refused
+  end
   local n = redis.call('hincrby', lock, me, 1)
   extend(lock, ARGV[4]) -- a re-entry never shortens what an outer hold was promised
-  local tok = token()
   if count ~= held then
     redis.call('set', memo, n .. ' ' .. tok, 'px', 60000)
   end
@@ -82,14 +113,22 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local head, dropped = pass_over(now, me, ARGV[12])
-local pttl = redis.call('pttl', lock)
+local head, dropped, refused = pass_over(now, me, ARGV[12])
+if refused then
+  return refused
+end
 if pttl == -2 and (not head or head == me) then
+  local tok, refused = token()
+  if refused then
+    return refused
+  end
+  local failed = (tag ~= '') and redis.pcall('hdel', records, me)
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(records, nil, failed.err)
+  end
   if head then
     take_head(me, slot)
-    if tag ~= '' then
-      redis.call('hdel', records, me)
-    end
     -- The next waiter is now the head: tell it, so that it learns when this hold's lease ends (a
     -- lease that ends without a release tells nobody) instead of at its next re-check.
     local next = redis.call('lindex', queue, 0)
@@ -99,7 +138,6 @@ if pttl == -2 and (not head or head == me) then
   end
   redis.call('hset', lock, me, 1)
   redis.call('pexpire', lock, ARGV[4])
-  local tok = token()
   if held ~= 0 then
     redis.call('set', memo, '1 ' .. tok, 'px', 60000)
   end
@@ -121,8 +159,14 @@ if not pos then
   pos = redis.call('llen', queue)
   local last = redis.call('lindex', queue, -1)
   local base = last and tonumber(redis.call('zscore', deadlines, last)) or now + math.max(pttl, 0)
+  -- The deadline first: a deadlines key of another type, which pass_over reads only when someone
+  -- waits, is refused before the queue is written.
+  local failed = redis.pcall('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(deadlines, nil, failed.err)
+  end
   redis.call('rpush', queue, me)
-  redis.call('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
 else
   local deadline = now + (pos + 1) * slot
   if (tonumber(redis.call('zscore', deadlines, me)) or 0) < deadline then
@@ -138,7 +182,12 @@ if pos == 0 and pttl >= 0 then
 end
 if tag ~= '' then
   local score = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[11] .. ' ' .. ARGV[7])
+  local failed = redis.pcall('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[11] .. ' ' .. ARGV[7])
+  if type(failed) == 'table' then
+    -- Its place in the queue is taken: the waiter, refused, leaves it (fairlock_leave.lua).
+    --! INCLUDE refuse.lua
+    return refuse(records, nil, failed.err)
+  end
   local keep = (pos + 2) * slot
   if redis.call('pttl', records) < keep then
     redis.call('pexpire', records, keep)

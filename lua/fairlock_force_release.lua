@@ -8,6 +8,13 @@ if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
+if redis.call('exists', KEYS[1]) == 1 then
+  --! INCLUDE lockhash.lua
+  local _, refused = hold_count(KEYS[1], '')
+  if refused then
+    return refused -- no lock hash: left as it is
+  end
+end
 local held = redis.call('del', KEYS[1])
 wake(tonumber(ARGV[3]), ARGV[2], ARGV[4])
 redis.call('set', memo, held, 'px', 60000)

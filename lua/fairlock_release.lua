@@ -2,13 +2,25 @@
 --! ARGV field held rid lease publish slot numsub
 -- Release one hold of a fair lock; the last release wakes the first waiter that is still there, or
 -- hands it the lock (fairlock_wake.lua comes first). Replies, and exactly once (MODE 1, MODE 2), as
--- rlock_release.lua says.
+-- rlock_release.lua says; so does the refusal of a name that holds anything but a lock hash.
 local held, memo = tonumber(ARGV[2]), KEYS[7] .. ARGV[3]
 if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-local before = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+local before = redis.pcall('hget', KEYS[1], ARGV[1])
+if type(before) == 'table' then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1], nil, before.err)
+end
+before = tonumber(before)
+if not before and redis.call('exists', KEYS[1]) == 1 then
+  --! INCLUDE lockhash.lua
+  local _, refused = hold_count(KEYS[1], ARGV[1])
+  if refused then
+    return refused
+  end
+end
 if MODE == 2 then
   local m = redis.call('get', memo)
   if m == 'undone' or (not m and before ~= held) then
@@ -32,6 +44,6 @@ if count > 0 then
   return count
 end
 redis.call('del', KEYS[1])
-redis.call('hdel', KEYS[6], ARGV[1]) -- the mark of the grant this hold may have come from
+redis.pcall('hdel', KEYS[6], ARGV[1]) -- the mark of the grant this hold may have come from (records of another type: left alone)
 wake(tonumber(ARGV[6]), ARGV[5], ARGV[7])
 return 0

@@ -22,21 +22,36 @@
 -- ours (it has a waiting record) is dropped before its deadline when nobody listens on its channel
 -- (numsub as for wake; '' to skip) and its last try is more than a grace old: its process has gone.
 -- The grace covers a try sent while its Client was still subscribing. Returns the head left, and
--- whether any was dropped.
+-- whether any was dropped; or nil, false and the refusal (refuse.lua) when the queue, the deadlines
+-- or the records hold another type, which it finds before it writes.
 local function pass_over(now, back, numsub)
   local queue, deadlines, records = KEYS[2], KEYS[3], KEYS[6]
   local dropped = false
   while true do
-    local head = redis.call('lindex', queue, 0)
+    local head = redis.pcall('lindex', queue, 0)
+    if type(head) == 'table' then
+      --! INCLUDE refuse.lua
+      return nil, false, refuse(queue, nil, head.err)
+    end
     if not head or head == back then
       return head, dropped
     end
-    local deadline = tonumber(redis.call('zscore', deadlines, head))
+    local deadline = redis.pcall('zscore', deadlines, head)
+    if type(deadline) == 'table' then
+      --! INCLUDE refuse.lua
+      return nil, false, refuse(deadlines, nil, deadline.err)
+    end
+    deadline = tonumber(deadline)
     if deadline and deadline > now then
       if numsub == '' then
         return head, dropped
       end
-      local tried = tonumber((string.match(redis.call('hget', records, head) or '', '^(%d+) ')))
+      local rec = redis.pcall('hget', records, head)
+      if type(rec) == 'table' then
+        --! INCLUDE refuse.lua
+        return nil, false, refuse(records, nil, rec.err)
+      end
+      local tried = tonumber((string.match(rec or '', '^(%d+) ')))
       -- A count that cannot be read (an embedded server's reply) keeps the waiter.
       local listeners = redis.call('pubsub', numsub, KEYS[5] .. head)[2]
       if not tried or tried / 1000 + 2000 > now or not listeners or tonumber(listeners) > 0 then
@@ -62,7 +77,8 @@ end
 
 -- wake(slot, publish, numsub): slot is the wait slot in ms, numsub 'numsub' or 'shardnumsub', or ''
 -- where subscriber counts cannot be trusted (classic Pub/Sub on a cluster counts one node): then the
--- head is only woken.
+-- head is only woken. Side keys of another type wake nobody, and are left alone; a fencing counter
+-- that is not one makes the hand-over a wake-up, whose waiter's try then refuses it.
 local function wake(slot, publish, numsub)
   local lock, tokens, prefix, records = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
   local t = redis.call('time')
@@ -71,19 +87,21 @@ local function wake(slot, publish, numsub)
     return
   end
   local channel = prefix .. head
-  local rec = numsub ~= '' and redis.call('hget', records, head)
+  local rec = numsub ~= '' and redis.pcall('hget', records, head)
   local score, tag, lease, fenced
-  if rec then
+  if type(rec) == 'string' then
     score, tag, lease, fenced = string.match(rec, '^(%d+) (%S+) (%d+) ([01])$')
   end
-  if score and lease ~= '0' and tonumber(redis.call('pubsub', numsub, channel)[2]) > 0 then
+  local grant = score and lease ~= '0' and tonumber(redis.call('pubsub', numsub, channel)[2]) > 0
+  local token = 0
+  if grant and fenced == '1' then
+    token = redis.pcall('incr', tokens)
+    grant = type(token) ~= 'table'
+  end
+  if grant then
     take_head(head, slot)
     redis.call('hset', lock, head, 1)
     redis.call('pexpire', lock, lease)
-    local token = 0
-    if fenced == '1' then
-      token = redis.call('incr', tokens)
-    end
     redis.call('hset', records, head, '-' .. token .. ' ' .. tag)
     -- The mark must outlive the grant, which nobody renews until the waiter takes it.
     if redis.call('pttl', records) < tonumber(lease) then

@@ -22,9 +22,32 @@ local function count_field(value, owner)
   return value .. ':' .. owner .. ':lock_count'
 end
 
--- live_count(group, value, owner, now): owner's hold count of value when it holds it at now, else nil.
+-- foreign(group): the refusal (refuse.lua) of a group that holds no group lock: a key of another
+-- type, or a hash whose fields are none of a group lock's (a lock's hash, a read-write lock's, an
+-- application's); nil when group is a group lock's hash, or does not exist. It reads one field,
+-- at random where the server can (HRANDFIELD, Redis 6.2), the first of HSCAN's page otherwise: a
+-- group lock's hash holds nothing but its fields, and any other hash none of them.
+local function foreign(group)
+  local e = redis.pcall('hrandfield', group, 1, 'withvalues')
+  if e.err and not string.find(e.err, '^WRONGTYPE') then
+    e = redis.pcall('hscan', group, 0, 'count', 2)
+    e = e.err and e or e[2]
+  end
+  if not e.err then
+    local f, v = e[1], e[2]
+    if not f or ((string.find(f, ':expire_time$') or string.find(f, ':lock_count$')) and string.find(v, '^%d+$'))
+        or (string.find(f, '^[%w+/]+$') and string.find(v, ':%d+$')) then
+      return nil
+    end
+  end
+  --! INCLUDE refuse.lua
+  return refuse(group)
+end
+
+-- live_count(group, value, owner, now): owner's hold count of value when it holds it at now, else nil
+-- (also when group is no hash: foreign tells).
 local function live_count(group, value, owner, now)
-  if redis.call('hget', group, value) ~= owner then
+  if redis.pcall('hget', group, value) ~= owner then
     return nil
   end
   local f = redis.call('hmget', group, expire_field(value, owner), count_field(value, owner))

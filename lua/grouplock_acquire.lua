@@ -14,6 +14,9 @@
 -- send of the call may have run first: the one made again after a connection failure, when this is
 -- a first send held up on the failed connection), and does nothing once the call was given up
 -- ('undone', grouplock_release.lua).
+--
+-- A name that holds anything but a group lock's hash (a lock's hash, an application's) is refused
+-- before anything is written (foreign): a group lock and a lock on one name never both hold it.
 local group, owner, lease, memo = KEYS[1], ARGV[1], tonumber(ARGV[3]), KEYS[2] .. ARGV[2]
 if MODE ~= 2 then
   local m = redis.call('get', memo)
@@ -30,6 +33,10 @@ end
 local now, before = now_ms(), redis.call('pttl', group)
 local holders, expiries = {}, {}
 if before ~= -2 then
+  local refused = foreign(group)
+  if refused then
+    return refused
+  end
   local wait, mine = -1, false
   for i = 5, #ARGV do
     local holder = redis.call('hget', group, ARGV[i])

@@ -10,6 +10,10 @@ if MODE == 1 then
     return tonumber(done)
   end
 end
+local refused = foreign(group)
+if refused then
+  return refused -- no group lock: left as it is
+end
 local held = 0
 for i = 3, #ARGV do
   local holder = redis.call('hget', group, ARGV[i])

@@ -45,6 +45,10 @@ for i = 6, #ARGV do
   end
 end
 if live == 0 then
+  local refused = before ~= -2 and foreign(group)
+  if refused then
+    return refused
+  end
   for i = 6, #ARGV do
     forget(group, ARGV[i], owner)
   end

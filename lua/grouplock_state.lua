@@ -2,8 +2,12 @@
 --! ARGV owner tail
 -- Reads a group lock (grouplock.lua comes first) and changes nothing. owner '': 1 when anyone holds
 -- any value of the tail (Redisson's isLocked); otherwise 1 when owner holds every value of it
--- (isHeldByThread), else 0.
+-- (isHeldByThread), else 0. A name that holds anything but a group lock's hash is refused.
 local group, owner = KEYS[1], ARGV[1]
+local refused = foreign(group)
+if refused then
+  return refused
+end
 local now = now_ms()
 for i = 2, #ARGV do
   if owner == '' then

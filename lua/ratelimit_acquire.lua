@@ -13,7 +13,7 @@ local rate, interval, keep, value, permits = limiter()
 if not rate then
   return {-2}
 elseif rate == 'err' then
-  return redis.error_reply(not_limiter)
+  return not_limiter()
 end
 if MODE ~= 2 then -- another send of this call may have run first, a held-up first send last
   local at = redis.call('zscore', permits, ARGV[2])
@@ -28,7 +28,7 @@ end
 local now = now_ms()
 local v = left(rate, interval, value, permits, now, true)
 if v == 'err' then
-  return redis.error_reply(bad_window)
+  return bad_window(value, permits)
 end
 local wait, fresh = nil, false
 if not v then

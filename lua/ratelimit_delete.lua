@@ -12,7 +12,12 @@ if found then
 end
 local rate = limiter()
 if rate == 'err' then
-  return redis.error_reply(not_limiter)
+  return not_limiter()
+end
+--! INCLUDE ratelimit_windows.lua
+local refused = foreign_window()
+if refused then
+  return refused
 end
 redis.call('del', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 if rate then

@@ -7,14 +7,19 @@
 -- once by its memo: a call sent again after a lost answer answers the first send's answer (a second
 -- PERSIST would find nothing to clear) and leaves the first send's expiry.
 -- Returns 1 when a key got the TTL (or lost its TTL), else 0. A key that is not a rate limiter is
--- refused (WRONGTYPE) and left unchanged.
+-- refused (refuse.lua) and left unchanged.
 local memo = KEYS[6] .. ARGV[2]
 local found, reply = recall(memo)
 if found then
   return reply
 end
 if limiter() == 'err' then
-  return redis.error_reply(not_limiter)
+  return not_limiter()
+end
+--! INCLUDE ratelimit_windows.lua
+local refused = foreign_window()
+if refused then
+  return refused
 end
 local done = 0
 for i = 1, 5 do

@@ -7,7 +7,7 @@
 -- Redisson's rule: the value (the rate when the window has none yet) grows by the permits, never above
 -- the rate; the grants stay in the window, and the keys take the keep-alive rule of an acquisition.
 -- Returns {1, the permits left}, or {-2} when the limiter is not set (nothing changed). A key that is
--- not a rate limiter, or a value that is not a number, is refused (WRONGTYPE) before any write.
+-- not a rate limiter, or a value that is not a number, is refused (refuse.lua) before any write.
 local memo = KEYS[6] .. ARGV[2]
 local found, reply = recall(memo)
 if found then
@@ -17,13 +17,13 @@ local rate, interval, keep, value, permits = limiter()
 if not rate then
   return remember(memo, {-2})
 elseif rate == 'err' then
-  return redis.error_reply(not_limiter)
+  return not_limiter()
 end
 local v = redis.call('get', value)
 if v then
   v = tonumber(v)
   if not v then
-    return redis.error_reply(bad_window)
+    return bad_window(value, permits)
   end
 else
   v = rate

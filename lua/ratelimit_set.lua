@@ -15,7 +15,7 @@
 -- permits of the grants left, 0 when they hold more; the keys then take the keep-alive rule of an
 -- acquisition.
 -- Returns 1 when it set the rate, 0 when 'try' found the limiter set or 'update' found it not set. A
--- key that is not a rate limiter, or a window key that holds something else, is refused (WRONGTYPE)
+-- key that is not a rate limiter, or a window key that holds something else, is refused (refuse.lua)
 -- before anything is written.
 local memo = KEYS[6] .. ARGV[6]
 local found, reply = recall(memo)
@@ -24,7 +24,7 @@ if found then
 end
 local rate = limiter()
 if rate == 'err' then
-  return redis.error_reply(not_limiter)
+  return not_limiter()
 end
 local how = ARGV[5]
 if how == 'try' then
@@ -40,6 +40,11 @@ end
 if how == 'update' and not rate then
   return remember(memo, 0)
 end
+--! INCLUDE ratelimit_windows.lua
+local refused = foreign_window()
+if refused then
+  return refused
+end
 
 local old = redis.call('hget', KEYS[1], 'type')
 local value, permits = KEYS[2], KEYS[4]
@@ -54,12 +59,12 @@ local now, used
 if ARGV[7] == '1' and not changed then
   local v = redis.call('get', value)
   if v and not tonumber(v) then
-    return redis.error_reply(bad_window)
+    return bad_window(value, permits)
   end
   now = now_ms()
   used = sum_permits(redis.call('zrangebyscore', permits, '(' .. (now - interval), '+inf'))
   if not used then
-    return redis.error_reply(bad_window)
+    return bad_window(value, permits)
   end
 end
 

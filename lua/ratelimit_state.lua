@@ -1,19 +1,19 @@
 -- Read a rate limiter without changing it (ratelimit_window.lua comes first).
 -- KEYS as ratelimit_window.lua.
--- Returns {rate, interval ms, type, keepAliveTime ms, permits left now in the window of its type}, or
--- {} when the limiter is not set.
+-- Returns {rate, interval ms, type, keepAliveTime ms, permits left now in the window of its type, the
+-- hash's PTTL}, or {} when the limiter is not set, or the refusal of a name that holds anything else.
 local rate, interval, keep, value, permits = limiter()
 if not rate then
   return {}
 elseif rate == 'err' then
-  return redis.error_reply(not_limiter)
+  return not_limiter()
 end
 local v = left(rate, interval, value, permits, now_ms(), false)
 if v == 'err' then
-  return redis.error_reply(bad_window)
+  return bad_window(value, permits)
 end
 local kind = 0
 if value == KEYS[3] then
   kind = 1
 end
-return {rate, interval, kind, keep, v or rate}
+return {rate, interval, kind, keep, v or rate, redis.call('pttl', KEYS[1])}

@@ -7,10 +7,13 @@
 -- permits as a 4-byte little-endian unsigned int) scored by the grant's time in ms.
 --
 -- limiter() returns rate, interval, keepAliveTime and the window's value and permits keys, or nil
--- when the limiter is not set; err when KEYS[1] is a hash that is not a rate limiter. HMGET raises
--- WRONGTYPE itself for a key of another type, before anything is written.
+-- when the limiter is not set; err when KEYS[1] is not a rate limiter (a hash of other fields, a key
+-- of another type), found before anything is written.
 local function limiter()
-  local f = redis.call('hmget', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
+  local f = redis.pcall('hmget', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
+  if f.err then
+    return 'err'
+  end
   if not f[1] and not f[2] and not f[3] and redis.call('exists', KEYS[1]) == 0 then
     return nil
   end
@@ -24,7 +27,11 @@ local function limiter()
   return rate, interval, tonumber(f[4]) or 0, KEYS[2], KEYS[4]
 end
 
-local not_limiter = 'WRONGTYPE the key holds a hash that is not a rate limiter (no rate, interval and type)'
+-- not_limiter(): the refusal of KEYS[1], which is no rate limiter (refuse.lua says what it is).
+local function not_limiter()
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1])
+end
 
 -- now_ms: the server's clock, the only one the windows are kept by.
 local function now_ms()
@@ -91,7 +98,16 @@ local function left(rate, interval, value, permits, now, write)
   return v
 end
 
-local bad_window = 'WRONGTYPE the rate limiter\'s value or permits key holds something else'
+-- bad_window(value, permits): the refusal of the window's key that holds something else: value,
+-- unless it holds a number or nothing, else permits.
+local function bad_window(value, permits)
+  --! INCLUDE refuse.lua
+  local v = redis.pcall('get', value)
+  if type(v) == 'table' or (v and not tonumber(v)) then
+    return refuse(value)
+  end
+  return refuse(permits)
+end
 
 -- keep_alive(keep, value, permits): after an acquisition, Redisson's expiry rule: with a keep-alive
 -- every key lives that long from now; without, the window takes the limiter's TTL, if it has one.

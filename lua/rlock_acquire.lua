@@ -7,6 +7,10 @@
 -- window: ms within which the waiter tries again ('0': no record); client: this client's id; linger:
 -- ms the client listens after its last waiter left ('': it listed itself recently enough);
 -- recorded: '1' when an earlier try of this wait recorded the waiter; tag: the waiter's record.
+--
+-- A name that holds anything but a lock hash, or a side key of another type, is refused before the
+-- lock or a record is written (lockhash.lua, refuse.lua): the writes that can fail on a side key (the
+-- fencing increment, removing the waiter's record) go before the lock's own.
 local held = tonumber(ARGV[2])
 if MODE == 1 then
   local m = redis.call('get', KEYS[5] .. ARGV[3])
@@ -22,9 +26,25 @@ if MODE == 1 then
 end
 local ttl = redis.call('pttl', KEYS[1])
 local free = ttl == -2
-local count = not free and tonumber(redis.call('hget', KEYS[1], ARGV[1])) or 0
+local count = 0
+if not free then
+  --! INCLUDE lockhash.lua
+  local refused
+  count, refused = hold_count(KEYS[1], ARGV[1])
+  if refused then
+    return refused
+  end
+end
 local lease = tonumber(ARGV[4])
-local turn = free and tonumber(redis.call('zscore', KEYS[3], '~java'))
+local turn = false
+if free then
+  turn = redis.pcall('zscore', KEYS[3], '~java')
+  if type(turn) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[3], nil, turn.err)
+  end
+  turn = tonumber(turn)
+end
 if turn then
   -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
   local t = redis.call('time')
@@ -32,7 +52,8 @@ if turn then
   if left > 0 then
     if ARGV[7] ~= '0' then
       --! INCLUDE record.lua
-      return {0, left, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])}
+      local score, refused = record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
+      return refused or {0, left, score}
     end
     return {0, left}
   end
@@ -40,7 +61,12 @@ end
 if count > 0 and ARGV[10] == '1' then
   -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
   -- acquisition, and its lease starts again now, since the waiter counts it from this try.
-  local mark = tonumber(redis.call('zscore', KEYS[3], ARGV[11]))
+  local mark = redis.pcall('zscore', KEYS[3], ARGV[11])
+  if type(mark) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[3], nil, mark.err)
+  end
+  mark = tonumber(mark)
   if mark and mark <= 0 then
     redis.call('zrem', KEYS[3], ARGV[11])
     if ttl < lease then
@@ -69,16 +95,25 @@ if free or count > 0 then
   if count > 0 and ARGV[5] ~= '1' then
     return {2}
   end
+  local token = 0
+  if ARGV[6] == '1' then
+    token = redis.pcall('incr', KEYS[2])
+    if type(token) == 'table' then
+      --! INCLUDE refuse.lua
+      return refuse(KEYS[2], nil, token.err)
+    end
+  end
+  -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
+  -- lost: a record left behind would have a release hand this owner the lock again.
+  local failed = (ARGV[10] == '1' or MODE == 1) and redis.pcall('zrem', KEYS[3], ARGV[11])
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[3], nil, failed.err)
+  end
   local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
   -- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
   if ttl < lease then
     redis.call('pexpire', KEYS[1], lease)
-  end
-  local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
-  -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
-  -- lost: a record left behind would have a release hand this owner the lock again.
-  if ARGV[10] == '1' or MODE == 1 then
-    redis.call('zrem', KEYS[3], ARGV[11])
   end
   if count ~= held then
     redis.call('set', KEYS[5] .. ARGV[3], n .. ' ' .. token, 'px', 60000)
@@ -87,6 +122,7 @@ if free or count > 0 then
 end
 if ARGV[7] ~= '0' then
   --! INCLUDE record.lua
-  return {0, ttl, record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])}
+  local score, refused = record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
+  return refused or {0, ttl, score}
 end
 return {0, ttl}

@@ -38,12 +38,16 @@
 --
 -- Whether a recorded client still listens is what the message to it answers: PUBLISH returns how
 -- many received it. A grant nobody received is taken back at once, and the next record tried.
+--
+-- A record key of another type (written by someone else) is never written to: a release goes on as
+-- if nobody of ours waited, and wakes with Redisson's message. A fencing counter that is not one
+-- makes a hand-over a wake-up, whose waiter's own try then refuses it.
 local JAVA_TURN_MS = 200
 
 local function wake(publish, numsub, listening)
   local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  local records = numsub ~= '' and redis.call('zrange', waiters, 0, 99, 'withscores') or {}
-  if #records == 0 then
+  local records = numsub ~= '' and redis.pcall('zrange', waiters, 0, 99, 'withscores') or {}
+  if records.err or #records == 0 then
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
@@ -66,7 +70,7 @@ local function wake(publish, numsub, listening)
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
   -- (ZCOUNT: the clients still listening by now, without a ZREMRANGEBYSCORE on every release.)
   listening = listening or tonumber(redis.call('pubsub', numsub, shared)[2])
-  local java = listening > redis.call('zcount', clients, t[1] * 1000 + math.floor(t[2] / 1000), '+inf')
+  local java = listening > (tonumber(redis.pcall('zcount', clients, t[1] * 1000 + math.floor(t[2] / 1000), '+inf')) or 0)
   if java and redis.call('zrem', waiters, '~owed') == 1 then
     redis.call('zadd', waiters, string.format('%.0f', now + JAVA_TURN_MS * 1000), '~java')
     if redis.call('pttl', waiters) < JAVA_TURN_MS then
@@ -90,13 +94,16 @@ local function wake(publish, numsub, listening)
     if not tried[client] then
       tried[client] = true
       local channel = prefix .. client
+      local token = 0
+      if fenced == '1' and lease and lease ~= '0' then
+        token = redis.pcall('incr', tokens)
+        if type(token) == 'table' then
+          lease = nil -- a wake-up: the waiter's try refuses the counter
+        end
+      end
       if lease and lease ~= '0' then
         redis.call('hset', lock, client .. ':' .. owner, 1)
         redis.call('pexpire', lock, lease)
-        local token = 0
-        if fenced == '1' then
-          token = redis.call('incr', tokens)
-        end
         -- The mark outlives the grant, which nobody renews until the waiter takes it: the records
         -- last a lease longer than the window in which the waiter tries again (record.lua).
         redis.call('zadd', waiters, -token, m)

@@ -8,7 +8,12 @@ if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-if redis.call('hget', KEYS[1], 'mode') ~= ARGV[2] then
+local mode = redis.pcall('hget', KEYS[1], 'mode')
+if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', KEYS[1]) == 1) then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1]) -- no read-write lock: left as it is
+end
+if mode ~= ARGV[2] then
   redis.call('set', memo, 0, 'px', 60000)
   return 0
 end

@@ -3,7 +3,9 @@
 -- Acquire a read hold of a read-write lock (Redisson's RReadWriteLock layout: a hash with 'mode',
 -- one field per reader = its hold count, and one string per read hold that carries its own lease,
 -- KEYS[3] .. field .. ':rwlock_timeout:' .. k). KEYS as rwlock_leases.lua says; replies as
--- core/lock.go says, exactly once as rlock_try.lua says. policy: '1' for writer preference.
+-- core/lock.go says, exactly once as rlock_try.lua says. policy: '1' for writer preference. A name
+-- that holds anything but a read-write lock, or waiting writers of another type, is refused before
+-- anything is written (refuse.lua).
 local lock, memo, held = KEYS[1], KEYS[4] .. ARGV[3], tonumber(ARGV[2])
 if MODE == 1 then
   local m = redis.call('get', memo)
@@ -15,10 +17,11 @@ if MODE == 1 then
     return {1, n, 0}
   end
 end
-local mode = redis.call('hget', lock, 'mode')
-if mode == false and redis.call('exists', lock) == 1 then
-  -- A hash without a mode is no read-write lock: never write into it.
-  return {0, redis.call('pttl', lock)}
+local mode = redis.pcall('hget', lock, 'mode')
+if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', lock) == 1) then
+  -- No read-write lock (a key of another type, a hash without a mode): never write into it.
+  --! INCLUDE refuse.lua
+  return refuse(lock)
 end
 local count = mode ~= false and tonumber(redis.call('hget', lock, ARGV[1])) or 0
 local writer = mode == 'write' and redis.call('hexists', lock, ARGV[1] .. ':write') == 1
@@ -43,7 +46,11 @@ if ARGV[6] == '1' and count == 0 and not writer then
   -- A new reader lets a waiting writer go first; a reader already inside may re-enter.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  local failed = redis.pcall('zremrangebyscore', KEYS[2], '-inf', now)
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[2], nil, failed.err)
+  end
   local last = redis.call('zrange', KEYS[2], -1, -1, 'withscores')
   if #last > 0 then
     return {0, math.max(redis.call('pttl', lock), tonumber(last[2]) - now)}

@@ -9,7 +9,11 @@ if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
+local mode = redis.pcall('hget', KEYS[1], 'mode')
+if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', KEYS[1]) == 1) then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1]) -- no read-write lock
+end
 local count = mode and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if count and count <= 0 then
   count = nil
@@ -30,7 +34,22 @@ if MODE ~= 2 and count == held - 1 then
 end
 local before = count
 count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-redis.call('del', KEYS[3] .. ARGV[1] .. ':rwlock_timeout:' .. (count + 1))
+-- The owner's read holds are not told apart, their leases are: the shortest lease goes, so that the
+-- holds left keep the longest (each what it was promised, however leases were mixed), and the leases
+-- stay numbered 1..count, as Redisson numbers them.
+local prefix = KEYS[3] .. ARGV[1] .. ':rwlock_timeout:'
+local top = redis.call('pttl', prefix .. (count + 1))
+local shortest, at = top, count + 1
+for k = 1, count do
+  local left = redis.call('pttl', prefix .. k)
+  if left < shortest then
+    shortest, at = left, k
+  end
+end
+if at <= count and top > 0 then
+  redis.call('set', prefix .. at, 1, 'px', top)
+end
+redis.call('del', prefix .. (count + 1))
 if count == 0 then
   redis.call('hdel', KEYS[1], ARGV[1])
 end

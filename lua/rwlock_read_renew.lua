@@ -5,8 +5,9 @@
 -- ARGV[1+i] owner field of hold i.
 -- Returns one integer per hold: 1 renewed, 0 no longer held (the field is gone, or one of its lease
 -- keys expired: then a writer may already be in). Only the owner's own lease keys are extended, so
--- that a reader of a dead client ages out even while others keep reading. A key of the wrong type
--- counts as not held instead of failing the whole batch.
+-- that a reader of a dead client ages out even while others keep reading, and none is shortened (a
+-- read hold given a longer lease keeps it). A key of the wrong type counts as not held instead of
+-- failing the whole batch.
 local ttl = tonumber(ARGV[1])
 local out = {}
 for i = 1, #KEYS / 2 do
@@ -15,8 +16,11 @@ for i = 1, #KEYS / 2 do
   local ok = n ~= nil and n > 0
   if ok then
     for k = 1, n do
-      if redis.call('pexpire', leases .. ':' .. k, ttl) == 0 then
+      local left = redis.call('pttl', leases .. ':' .. k)
+      if left == -2 then
         ok = false
+      elseif left < ttl then
+        redis.call('pexpire', leases .. ':' .. k, ttl)
       end
     end
   end

@@ -4,7 +4,9 @@
 -- Replies as core/lock.go says ({3}: the owner reads, and a read hold is never upgraded, since
 -- waiting for the other readers could wait for ever), exactly once as rlock_try.lua says.
 -- policy: how long a waiting writer keeps new readers out, ms ('0': no writer preference); waits:
--- '1' when this acquisition waits (a single try keeps nobody out).
+-- '1' when this acquisition waits (a single try keeps nobody out). A name that holds anything but a
+-- read-write lock, or waiting writers of another type, is refused before anything is written
+-- (refuse.lua).
 local lock, memo, held = KEYS[1], KEYS[3] .. ARGV[4], tonumber(ARGV[3])
 if MODE == 1 then
   local m = redis.call('get', memo)
@@ -16,11 +18,22 @@ if MODE == 1 then
     return {1, n, 0}
   end
 end
-local mode = redis.call('hget', lock, 'mode')
-if mode == false and redis.call('exists', lock) == 0 then
+local mode = redis.pcall('hget', lock, 'mode')
+local free = mode == false and redis.call('exists', lock) == 0
+if not free and (type(mode) == 'table' or (mode ~= 'read' and mode ~= 'write')) then
+  -- No read-write lock (a key of another type, a hash without a mode): never write into it.
+  --! INCLUDE refuse.lua
+  return refuse(lock)
+end
+if free then
+  -- The waiting writers first: a key of another type there is refused before the lock is written.
+  local failed = redis.pcall('zrem', KEYS[2], ARGV[1])
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[2], nil, failed.err)
+  end
   redis.call('hset', lock, 'mode', 'write', ARGV[1], 1)
   redis.call('pexpire', lock, ARGV[5])
-  redis.call('zrem', KEYS[2], ARGV[1])
   if held ~= 0 then
     redis.call('set', memo, 1, 'px', 60000)
   end
@@ -56,7 +69,11 @@ if ARGV[7] ~= '0' and ARGV[8] == '1' then
   -- Announce the waiting writer: new readers stay out until it is in, gives up, or stops asking.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zadd', KEYS[2], now + tonumber(ARGV[7]), ARGV[1])
+  local failed = redis.pcall('zadd', KEYS[2], now + tonumber(ARGV[7]), ARGV[1])
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[2], nil, failed.err)
+  end
   if redis.call('pttl', KEYS[2]) < tonumber(ARGV[7]) then
     redis.call('pexpire', KEYS[2], ARGV[7])
   end

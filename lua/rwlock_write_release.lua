@@ -8,7 +8,12 @@ if MODE == 1 then
   local done = redis.call('get', memo)
   if done then return tonumber(done) end
 end
-local before = redis.call('hget', KEYS[1], 'mode') == 'write' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+local mode = redis.pcall('hget', KEYS[1], 'mode')
+if type(mode) == 'table' or (mode and mode ~= 'read' and mode ~= 'write') or (not mode and redis.call('exists', KEYS[1]) == 1) then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1]) -- no read-write lock
+end
+local before = mode == 'write' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if MODE == 2 then
   local m = redis.call('get', memo)
   if m == 'undone' or (not m and before ~= held) then

@@ -1,7 +1,8 @@
 --! KEYS semaphore waiters clients grants memo
 --! ARGV permits window tag client linger recorded rid
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
--- missing key counts as 0). wake_records.lua and once.lua come first.
+-- missing key counts as 0). record.lua, count.lua and once.lua come first. A key that holds anything
+-- but a count, or a side key of another type, is refused before anything is written.
 -- permits: how many; window: ms within which this waiter will try again ('0': it will not wait,
 -- record nothing); tag: the waiter's record; client: this client's id; linger: ms for which the
 -- client listens after its last waiter left; recorded: '1' when an earlier try of this wait recorded
@@ -17,25 +18,35 @@ end
 -- Sent again (MODE 1), a try may have recorded the waiter in its first send, whose answer was lost,
 -- and a release may have handed it permits since: it takes them as a try of a recorded waiter does.
 local recorded = ARGV[6] == '1' or (MODE == 1 and ARGV[3] ~= '')
-if recorded and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
-  return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
-end
-local v = redis.call('get', KEYS[1])
-local available = 0
-if v ~= false then
-  available = tonumber(v)
-  if available == nil then
-    return redis.error_reply('ERR semaphore count is not an integer')
+if recorded then
+  local granted = redis.pcall('hdel', KEYS[4], ARGV[3])
+  if type(granted) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[4], nil, granted.err)
+  elseif granted == 1 then
+    return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
   end
 end
-if v ~= false and available >= tonumber(ARGV[1]) then
+local available, refused = read_count(KEYS[1])
+if refused then
+  return refused
+end
+if available and available >= tonumber(ARGV[1]) then
+  -- The record first: a records key of another type is refused before the count is written.
+  local failed = recorded and redis.pcall('zrem', KEYS[2], ARGV[3])
+  if type(failed) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(KEYS[2], nil, failed.err)
+  end
   redis.call('decrby', KEYS[1], ARGV[1])
-  if recorded then
-    redis.call('zrem', KEYS[2], ARGV[3])
+  if recorded and redis.call('exists', KEYS[2]) == 0 then
+    -- The last recorded waiter: the clients' record, which only tells who listens, goes too.
+    redis.pcall('zremrangebyrank', KEYS[3], 0, -1)
   end
   return remember(memo, {1})
 end
 if ARGV[2] == '0' then
   return {0}
 end
-return {0, record(KEYS[2], KEYS[3], ARGV[3], ARGV[2], ARGV[4], ARGV[5])}
+local score, refused = record(KEYS[2], KEYS[3], ARGV[3], ARGV[2], ARGV[4], ARGV[5])
+return refused or {0, score}

@@ -31,7 +31,12 @@ if ARGV[4] == '1' and redis.call('exists', KEYS[1]) == 0 then
   end
   return remember(memo, nil)
 end
-local n = redis.call('incrby', KEYS[1], ARGV[1])
+local n = redis.pcall('incrby', KEYS[1], ARGV[1])
+if type(n) == 'table' then
+  -- Not a count (a key of another type, a string that is not a number): refused, unchanged.
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[1], nil, n.err)
+end
 wake(KEYS[1], n, KEYS[3], KEYS[4], KEYS[6], KEYS[2], KEYS[5], ARGV[2], ARGV[3])
 if MODE == 2 then
   return n

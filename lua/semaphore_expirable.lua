@@ -16,9 +16,21 @@
 local NEVER = 922337203685477
 local op, pub, memo = ARGV[1], ARGV[2], KEYS[4] .. ARGV[3]
 
+-- A key that holds anything but a count, or permits of another type, is refused before anything is
+-- written (count.lua): nothing is deleted, expired or published.
+local count, refused = read_count(KEYS[1])
+if refused then
+  return refused
+end
+
 -- delete and expire act on the semaphore as a whole, permits and all (as Redisson does both keys):
 -- nothing is returned to the pool first, nor published. delete returns the number of keys deleted;
 -- expire (ARGV[4] ms) returns 1 when either key exists and now has the TTL.
+local failed = ((op == 'delete' or op == 'expire')) and redis.pcall('zcard', KEYS[2])
+if type(failed) == 'table' then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[2], nil, failed.err)
+end
 if op == 'delete' then
   local found, reply = recall(memo)
   if found then
@@ -34,17 +46,19 @@ end
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Expired permits leave first (and a permits key of another type fails here, before any write).
+local expired = redis.pcall('zremrangebyscore', KEYS[2], '-inf', now)
+if type(expired) == 'table' then
+  --! INCLUDE refuse.lua
+  return refuse(KEYS[2], nil, expired.err)
+end
 
 local function available()
   local v = redis.call('get', KEYS[1])
   if v == false then
     return 0, false
   end
-  local n = tonumber(v)
-  if n == nil then
-    error('semaphore count is not an integer')
-  end
-  return n, true
+  return tonumber(v), true
 end
 
 local function expiry(lease)
@@ -59,11 +73,10 @@ end
 -- are out, except with the whole semaphore (DEL, an expiry, an eviction): permits left in KEYS[2]
 -- then belong to a pool that is gone, and would add themselves to one set anew (two holders of one
 -- permit). Acquire gives KEYS[2] the count's TTL, as Redisson does; this catches a TTL given later.
--- A count that is not an integer fails here, before anything is written.
-if not select(2, available()) then
+if not count then
   redis.call('del', KEYS[2])
+  expired = 0
 end
-local expired = redis.call('zremrangebyscore', KEYS[2], '-inf', now)
 if expired > 0 then
   redis.call('incrby', KEYS[1], expired)
 end

@@ -21,8 +21,15 @@
 -- now, prefix the wake channels' prefix (a client id follows), publish 'publish' or 'spublish',
 -- numsub 'numsub' or 'shardnumsub', or '' where subscriber counts cannot be trusted (classic Pub/Sub
 -- on a cluster counts one node): then everyone is woken as Redisson does.
+--
+-- Record keys of another type are never written to: waiters of another type wake as if nobody of ours
+-- waited, grants of another type serve nobody.
 local function wake(sem, count, waiters, clients, grants, shared, prefix, publish, numsub)
-  if count <= 0 or numsub == '' or redis.call('exists', waiters) == 0 then
+  local recorded = count > 0 and numsub ~= '' and redis.call('type', waiters)
+  if type(recorded) == 'table' then
+    recorded = recorded.ok
+  end
+  if recorded ~= 'zset' then
     redis.call(publish, shared, count) -- nobody of ours can go, or waits: only Redisson's message
     return
   end
@@ -48,10 +55,12 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
         end
       end
       if listening[client] and want <= left then
+        local score = string.format('%.0f', tonumber(records[i + 1]))
+        if type(redis.pcall('hset', grants, m, score)) == 'table' then
+          break
+        end
         left = redis.call('decrby', sem, want)
         redis.call('zrem', waiters, m)
-        local score = string.format('%.0f', tonumber(records[i + 1]))
-        redis.call('hset', grants, m, score)
         redis.call(publish, prefix .. client, '@' .. m .. ' 0 ' .. score)
         served = true
       end
@@ -60,6 +69,10 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
   -- A grant lives until its waiter's client deletes it; this only bounds what a lost delete leaves.
   if served and redis.call('pttl', grants) < 600000 then
     redis.call('pexpire', grants, 600000)
+  end
+  -- The last recorded waiter served: the clients' record, which only tells who listens, goes too.
+  if served and redis.call('exists', waiters) == 0 then
+    redis.pcall('zremrangebyrank', clients, 0, -1)
   end
   -- Redisson's waiters hear only this message, and publish it on every release: whatever is left
   -- is announced, even when ours were served, since who else listens cannot be told for sure (a

@@ -3,18 +3,19 @@
 --
 -- drop_expired(waiters, clients): removes the waiter records whose score (in microseconds) has passed
 -- (their waiter would have tried again by then: it has gone) and the clients no longer listening by
--- now (score in milliseconds).
+-- now (score in milliseconds). A clients record of another type is left alone (pcall): a release
+-- that wakes goes on without it.
 local function drop_expired(waiters, clients)
   local t = redis.call('time')
   redis.call('zremrangebyscore', waiters, '-inf', string.format('%.0f', t[1] * 1000000 + t[2]))
-  redis.call('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
+  redis.pcall('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
 end
 --
 -- drop_client(waiters, clients, client): client no longer listens on its wake channel (it closed, or
 -- is still subscribing: then it tries again once subscribed). Its records would only absorb
 -- hand-overs: remove them, and the client.
 local function drop_client(waiters, clients, client)
-  redis.call('zrem', clients, client)
+  redis.pcall('zrem', clients, client)
   for _, r in ipairs(redis.call('zrange', waiters, 0, -1)) do
     if string.sub(r, 1, #client + 1) == client .. ':' then
       redis.call('zrem', waiters, r)

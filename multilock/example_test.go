@@ -80,7 +80,7 @@ func ExampleRedLock() {
 		}
 		locks = append(locks, l)
 	}
-	red, err := multilock.NewRedLock(locks)
+	red, err := multilock.NewRedLock(locks...)
 	if err != nil {
 		panic(err)
 	}

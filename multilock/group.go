@@ -46,6 +46,7 @@ var groupSpec = &core.Spec{
 		"release": lua.Load("grouplock.lua", "grouplock_release.lua"),
 		"renew":   lua.Load("grouplock.lua", "grouplock_renew.lua"),
 		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
+		"extend":  lua.Load("grouplock.lua", "once.lua", "grouplock_extend.lua"),
 	},
 	// A release frees values that waiters for different value sets may want: it wakes them all.
 	Policy: pubsub.WakeAll,
@@ -146,6 +147,25 @@ func (g *Group) TryLock(ctx context.Context, wait time.Duration) (context.Contex
 	return g.l.TryLock(ctx, wait)
 }
 
+// LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
+// lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the Group's
+// options. A re-entry never shortens what an outer hold was promised.
+func (g *Group) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	return g.l.LockFor(ctx, lease)
+}
+
+// TryLockFor is TryLock with a lease of its own for this acquisition (Redisson's tryLock(waitTime,
+// leaseTime, unit)): see LockFor.
+func (g *Group) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	return g.l.TryLockFor(ctx, wait, lease)
+}
+
+// Extend makes the hold of ctx's owner on every value last at least lease from now, and moves the
+// deadline of ctx's hold, when its lease is fixed, to the new end. It never shortens a hold. It
+// returns an error matching redisync.ErrNotHeld, and changes nothing, when the owner does not hold
+// every value or ctx's hold has ended, and it acts once whatever the network loses.
+func (g *Group) Extend(ctx context.Context, lease time.Duration) error { return g.l.Extend(ctx, lease) }
+
 // Unlock releases the hold that ctx carries on every value: the values are free when every Lock has
 // been matched by an Unlock. It returns an error matching redisync.ErrNotHeld when ctx carries no hold
 // of the Group, or when some value was no longer held (what was still held is released all the same),
@@ -171,7 +191,16 @@ func (g *Group) IsHeld(ctx context.Context) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	return g.state(context.WithoutCancel(ctx), g.c.Value("client")+":"+strconv.FormatInt(owner, 10))
+	return g.IsHeldBy(context.WithoutCancel(ctx), owner)
+}
+
+// IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
+// holds every value of the Group (Redisson's isHeldByThread, an owner id standing for the thread id).
+func (g *Group) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(groupKind, g.Name(), "nil context")
+	}
+	return g.state(ctx, g.c.Value("client")+":"+strconv.FormatInt(owner, 10))
 }
 
 // state runs the state script for owner ("": anyone).
@@ -180,7 +209,7 @@ func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 		return false, core.Invalid(groupKind, g.Name(), "nil context")
 	}
 	args := append([]string{owner}, g.fields...)
-	n, err := g.c.Query(ctx, groupState.EvalCommand(g.c.RDB(), []string{g.Name()}, args)).AsInt64()
+	n, err := g.c.QueryScript(ctx, groupState, []string{g.Name()}, args).AsInt64()
 	if err != nil {
 		return false, core.Errorf(groupKind, g.Name(), err)
 	}
@@ -189,6 +218,8 @@ func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 
 // Do runs fn while holding every value: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+// When fn panics, every value is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (g *Group) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, g.Lock, g.Unlock, fn)
 }

@@ -22,7 +22,7 @@ type sub struct {
 // at Unlock.
 type hold struct {
 	kind, name string
-	parent     context.Context // the caller's ctx: when it ends, the hold stays until Unlock
+	parent     context.Context // the caller's ctx (core.Derive's): when it ends, the hold stays until Unlock
 	ctx        context.Context // the hold's ctx, handed to the caller
 	cancel     context.CancelCauseFunc
 	quorum     int
@@ -36,17 +36,18 @@ type hold struct {
 
 type holdKey struct{ owner any }
 
-// newHold records subs as one hold of owner and returns the ctx for the caller. A deadline that is
-// not zero ends the hold with lost as its cause.
-func newHold(owner any, kind, name string, parent context.Context, subs []*sub, quorum int, deadline time.Time, lost error) context.Context {
+// newHold records subs as one hold of owner and returns the ctx for the caller. parent is what
+// core.Derive made of the caller's ctx, and unfollow its stop. A deadline that is not zero ends the
+// hold with lost as its cause.
+func newHold(owner any, kind, name string, parent context.Context, unfollow func(), subs []*sub, quorum int, deadline time.Time, lost error) context.Context {
 	h := &hold{kind: kind, name: name, parent: parent, quorum: quorum, subs: subs, live: len(subs)}
 	ctx, cancel := context.WithCancelCause(parent)
-	h.cancel = cancel
+	stop := context.CancelFunc(func() {})
 	if !deadline.IsZero() {
-		var stop context.CancelFunc
 		ctx, stop = context.WithDeadlineCause(ctx, deadline, lost)
-		h.cancel = func(cause error) { cancel(cause); stop() }
 	}
+	h.cancel = func(cause error) { cancel(cause); stop(); unfollow() }
+	h.stops = append(h.stops, func() bool { unfollow(); return true })
 	ctx = context.WithValue(ctx, holdKey{owner}, h)
 	h.ctx = ctx
 	h.mu.Lock()
@@ -100,23 +101,65 @@ func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (boo
 	if _, ok := core.OwnerID(ctx); !ok {
 		return false, nil // nobody asks: nothing can be held
 	}
-	held := make([]bool, len(locks))
-	errs := make([]error, len(locks))
-	var wg sync.WaitGroup
-	for i, l := range locks {
-		wg.Go(func() { held[i], errs[i] = l.IsHeld(ctx) })
-	}
-	wg.Wait()
-	n := 0
-	for i := range locks {
-		if errs[i] == nil && held[i] {
-			n++
-		}
-	}
+	n, errs := ask(locks, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
 	if n >= quorum {
 		return true, nil
 	}
 	return false, errors.Join(errs...)
+}
+
+// isHeldBy reports whether owner holds at least quorum of locks, asked concurrently. The errors of
+// the locks that could not be asked count only without a quorum.
+func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (bool, error) {
+	held, errs := ask(locks, func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
+	if held >= quorum {
+		return true, nil
+	}
+	return false, errors.Join(errs...)
+}
+
+// isLocked reports whether so many of locks are held, by anyone, that fewer than quorum are free:
+// a Lock would have to wait. The errors of the locks that could not be asked count only when the
+// others do not decide it.
+func isLocked(ctx context.Context, locks []Locker, quorum int) (bool, error) {
+	held, errs := ask(locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
+	need := len(locks) - quorum + 1 // held locks that leave fewer than quorum free
+	switch {
+	case held >= need:
+		return true, nil
+	case held+len(errs) < need:
+		return false, nil
+	}
+	return false, errors.Join(errs...)
+}
+
+// forceUnlock frees every lock whoever holds it, concurrently, and reports whether any was held.
+func forceUnlock(ctx context.Context, locks []Locker) (bool, error) {
+	n, errs := ask(locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
+	return n > 0, errors.Join(errs...)
+}
+
+// ask asks every lock q concurrently (they are usually on different servers), and returns how many
+// answered true, and the errors of those that failed.
+func ask(locks []Locker, q func(Locker) (bool, error)) (int, []error) {
+	yes := make([]bool, len(locks))
+	errs := make([]error, len(locks))
+	var wg sync.WaitGroup
+	for i, l := range locks {
+		wg.Go(func() { yes[i], errs[i] = q(l) })
+	}
+	wg.Wait()
+	n := 0
+	var failed []error
+	for i := range locks {
+		switch {
+		case errs[i] != nil:
+			failed = append(failed, errs[i])
+		case yes[i]:
+			n++
+		}
+	}
+	return n, failed
 }
 
 // subEnded is called when a sub-lock's ctx ends.

@@ -58,20 +58,28 @@ import (
 	"github.com/redisync/redisync/internal/core"
 )
 
-// Locker is an exclusive lock that a MultiLock or RedLock combines: rlock.Lock, fairlock.Lock, and
-// MultiLock and RedLock themselves satisfy it.
+// Locker is an exclusive lock that a MultiLock or RedLock combines: rlock.Lock, spinlock.Lock,
+// fairlock.Lock, rwlock's WriteLock, Group, and MultiLock and RedLock themselves satisfy it.
 //
 // Lock and TryLock acquire for the owner that ctx carries (a fresh one if none) and return a ctx that
 // carries that owner and ends when the hold ends; TryLock gives up with an error matching
 // redisync.ErrNotAcquired when the lock is not acquired within wait, and with wait 0 tries once.
-// Unlock, given that ctx, releases that hold, and returns an error matching redisync.ErrNotHeld when
-// it was not held. IsHeld reports whether the owner that ctx carries holds the lock.
+// LockFor and TryLockFor do the same with a lease of their own (0: the watchdog's). Unlock, given
+// that ctx, releases that hold, and returns an error matching redisync.ErrNotHeld when it was not
+// held. IsHeld reports whether the owner that ctx carries holds the lock, IsHeldBy whether the owner
+// id given does, IsLocked whether anyone does; ForceUnlock frees it whoever holds it, and reports
+// whether it was held.
 type Locker interface {
 	Name() string
 	Lock(ctx context.Context) (context.Context, error)
 	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
 	Unlock(ctx context.Context) error
 	IsHeld(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
+	IsLocked(ctx context.Context) (bool, error)
+	ForceUnlock(ctx context.Context) (bool, error)
 }
 
 // MultiLock holds all of several locks, or none. It is safe for concurrent use.
@@ -82,10 +90,11 @@ type Locker interface {
 // waiting. So MultiLocks over the same locks, given in any order, cannot deadlock, and a sub-lock's
 // fixed lease does not run down while the others are awaited.
 //
-// Leases are those of the sub-locks: without one, each is kept by its Client's watchdog; with one
-// (rlock.WithLease), the ctx Lock returns has the earliest lease's end as its deadline. When any
-// sub-lock is lost, that ctx ends with redisync.ErrLost and the other sub-locks are given back at
-// once; Unlock then reports redisync.ErrNotHeld.
+// Leases are those of the sub-locks (each is kept by its Client's watchdog, or has a fixed lease,
+// rlock.WithLease), or the one LockFor and TryLockFor give every sub-lock. The ctx Lock returns has
+// the earliest fixed lease's end as its deadline. When any sub-lock is lost, that ctx ends with
+// redisync.ErrLost and the other sub-locks are given back at once; Unlock then reports
+// redisync.ErrNotHeld.
 type MultiLock struct {
 	locks []Locker
 	name  string
@@ -125,7 +134,7 @@ func (m *MultiLock) Name() string { return m.name }
 // being busy (then everything acquired is given back). It returns a ctx that carries the owner and
 // ends when the MultiLock stops being held; pass it to Unlock.
 func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
-	return m.acquire(ctx, -1)
+	return m.acquire(ctx, -1, ownLease)
 }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, holding nothing, when
@@ -134,16 +143,65 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (context.Co
 	if wait < 0 {
 		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
 	}
-	return m.acquire(ctx, wait)
+	return m.acquire(ctx, wait, ownLease)
 }
 
-func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+// LockFor is Lock with one lease for every sub-lock (Redisson's lock(leaseTime, unit)): lease > 0 is
+// fixed, and 0 the watchdog's, whatever the sub-locks' options. No sub-lock's lease runs down while
+// another is awaited, since a MultiLock waits holding nothing.
+func (m *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if err := checkLease(multiKind, m.name, lease); err != nil {
+		return nil, err
+	}
+	return m.acquire(ctx, -1, lease)
+}
+
+// TryLockFor is TryLock with one lease for every sub-lock (Redisson's tryLock(waitTime, leaseTime,
+// unit)): see LockFor.
+func (m *MultiLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
+	}
+	if err := checkLease(multiKind, m.name, lease); err != nil {
+		return nil, err
+	}
+	return m.acquire(ctx, wait, lease)
+}
+
+// ownLease, as a composite's lease, takes each sub-lock with its own.
+const ownLease = -1
+
+// checkLease refuses a negative lease.
+func checkLease(kind, name string, lease time.Duration) error {
+	if lease < 0 {
+		return core.Invalid(kind, name, "negative lease %v", lease)
+	}
+	return nil
+}
+
+// lockSub acquires l for a composite, waiting at most wait (< 0: without bound), with lease.
+func lockSub(ctx context.Context, l Locker, wait, lease time.Duration) (context.Context, error) {
+	switch {
+	case lease == ownLease && wait < 0:
+		return l.Lock(ctx)
+	case lease == ownLease:
+		return l.TryLock(ctx, wait)
+	case wait < 0:
+		return l.LockFor(ctx, lease)
+	}
+	return l.TryLockFor(ctx, wait, lease)
+}
+
+func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
 		return nil, core.Invalid(multiKind, m.name, "nil context")
 	}
 	if _, ok := core.OwnerID(ctx); !ok {
 		ctx = core.WithNewOwner(ctx)
 	}
+	// The sub-locks' holds and the MultiLock's own follow ctx through one ctx, which ends before
+	// them: a sub-lock whose ctx ends with the caller's is told from a lost one by it.
+	ctx, unfollow := core.Derive(ctx)
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)
@@ -154,11 +212,12 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 		var c context.Context
 		var err error
 		if wait < 0 {
-			c, err = m.locks[first].Lock(reentering(ctx, m, m.locks[first]))
+			c, err = lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], -1, lease)
 		} else {
-			c, err = m.locks[first].TryLock(reentering(ctx, m, m.locks[first]), max(time.Until(deadline), 0))
+			c, err = lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], max(time.Until(deadline), 0), lease)
 		}
 		if err != nil {
+			unfollow()
 			return nil, m.err(err)
 		}
 		held = append(held, &sub{l: m.locks[first], ctx: c})
@@ -167,12 +226,13 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 			if i == first {
 				continue
 			}
-			c, err := l.TryLock(reentering(ctx, m, l), 0)
+			c, err := lockSub(reentering(ctx, m, l), l, 0, lease)
 			if errors.Is(err, core.ErrNotAcquired) {
 				busy = i
 				break
 			}
 			if err != nil {
+				unfollow()
 				return nil, m.err(giveBack(held, err))
 			}
 			held = append(held, &sub{l: l, ctx: c})
@@ -183,12 +243,14 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (context.Co
 			if first != nil {
 				lost = m.err(fmt.Errorf("%w: the lease of %s ended", core.ErrLost, first.Name()))
 			}
-			return newHold(m, multiKind, m.name, ctx, held, len(held), end, lost), nil
+			return newHold(m, multiKind, m.name, ctx, unfollow, held, len(held), end, lost), nil
 		}
 		if err := giveBack(held, nil); err != nil {
+			unfollow()
 			return nil, m.err(err)
 		}
 		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
+			unfollow()
 			return nil, m.err(core.ErrNotAcquired)
 		}
 		first = busy
@@ -245,9 +307,51 @@ func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
+// IsHeldBy reports whether owner, an owner id (redisync.OwnerID of a hold's ctx), holds every
+// sub-lock, asking each of them (Redisson's isHeldByThread).
+func (m *MultiLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(multiKind, m.name, "nil context")
+	}
+	ok, err := isHeldBy(ctx, m.locks, owner, len(m.locks))
+	if err != nil {
+		return false, m.err(err)
+	}
+	return ok, nil
+}
+
+// IsLocked reports whether any sub-lock is held by anyone, asking each of them: whether a Lock
+// would have to wait now. (Redisson's MultiLock does not offer it.)
+func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(multiKind, m.name, "nil context")
+	}
+	ok, err := isLocked(ctx, m.locks, len(m.locks))
+	if err != nil {
+		return false, m.err(err)
+	}
+	return ok, nil
+}
+
+// ForceUnlock frees every sub-lock whoever holds it, and reports whether any was held. Holds of this
+// MultiLock end with redisync.ErrLost: on this Client at once, elsewhere when their sub-locks find
+// out. A sub-lock that could not be freed is named in the error; the others are freed all the same.
+// (Redisson's MultiLock does not offer it.)
+func (m *MultiLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(multiKind, m.name, "nil context")
+	}
+	ok, err := forceUnlock(ctx, m.locks)
+	if err != nil {
+		return ok, m.err(err)
+	}
+	return ok, nil
+}
+
 // Do runs fn while holding the MultiLock: it locks (waiting as Lock does), runs fn with the hold's
 // ctx, and unlocks. fn's ctx ends if a sub-lock is lost; Do then returns fn's error joined with the
-// cause.
+// cause. When fn panics, every sub-lock is released (and fn's ctx ends with redisync.ErrReleased)
+// before the panic goes on to the caller.
 func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, m.Lock, m.Unlock, fn)
 }

@@ -288,14 +288,19 @@ func TestBadInput(t *testing.T) {
 	if _, err := New(l, nil); !errors.Is(err, redisync.ErrInvalidArgument) {
 		t.Fatalf("nil lock: %v", err)
 	}
-	if _, err := NewRedLock(nil); !errors.Is(err, redisync.ErrInvalidArgument) {
+	if _, err := NewRedLock(); !errors.Is(err, redisync.ErrInvalidArgument) {
 		t.Fatalf("RedLock with no locks: %v", err)
 	}
-	if _, err := NewRedLock([]Locker{l}, WithInstanceTimeout(0)); !errors.Is(err, redisync.ErrInvalidArgument) {
-		t.Fatalf("zero instance timeout: %v", err)
+	if _, err := NewRedLock(l, nil); !errors.Is(err, redisync.ErrInvalidArgument) {
+		t.Fatalf("RedLock with a nil lock: %v", err)
+	}
+	r, _ := NewRedLock(l)
+	for _, o := range []Option{WithInstanceTimeout(0), WithRetryDelay(-time.Second)} {
+		if _, err := r.With(o); !errors.Is(err, redisync.ErrInvalidArgument) {
+			t.Fatalf("bad RedLock option: %v", err)
+		}
 	}
 	m := newMulti(t, l)
-	r, _ := NewRedLock([]Locker{l})
 	for _, x := range []Locker{m, r} {
 		if _, err := x.TryLock(context.Background(), -time.Second); !errors.Is(err, redisync.ErrInvalidArgument) {
 			t.Fatalf("%T negative wait: %v", x, err)

@@ -19,53 +19,65 @@ import (
 // Lock returns ends with the validity time. A failed attempt gives back whatever it acquired, also on
 // servers that answered late, and the next starts after a random delay (WithRetryDelay).
 //
-// Give the sub-locks a fixed lease (rlock.WithLease): that is the Redlock algorithm, and the validity
-// is bounded. Sub-locks kept by their Clients' watchdogs have no fixed validity: the hold lasts until
-// fewer than a majority of them are still held.
+// Give the sub-locks a fixed lease (rlock.WithLease, or LockFor's): that is the Redlock algorithm,
+// and the validity is bounded. Sub-locks kept by their Clients' watchdogs have no fixed validity:
+// the hold lasts until fewer than a majority of them are still held.
 //
 // The hold's ctx ends with redisync.ErrLost when the validity time ends or when so many sub-locks are
 // lost that no majority is left; the rest are then given back at once. Read what it does not
 // guarantee in the package doc.
 type RedLock struct {
-	locks      []Locker
-	name       string
-	quorum     int
-	timeout    time.Duration
-	retryDelay time.Duration
+	locks  []Locker
+	name   string
+	quorum int
+	o      redOptions
 }
 
 const redKind = "redlock"
 
-// Option configures a RedLock.
-type Option func(*RedLock)
+// Option configures a RedLock (see RedLock.With).
+type Option func(*redOptions)
+
+type redOptions struct{ timeout, retryDelay time.Duration }
 
 // WithInstanceTimeout bounds how long an attempt waits for the servers' answers (default 50 ms). A
 // server that has not answered by then counts as failed; if it acquires later, it is given back. Keep
 // it small next to the lease.
-func WithInstanceTimeout(d time.Duration) Option { return func(r *RedLock) { r.timeout = d } }
+func WithInstanceTimeout(d time.Duration) Option { return func(o *redOptions) { o.timeout = d } }
 
 // WithRetryDelay sets the pause between failed attempts: a random duration between d/2 and d (default
 // 100 ms), so that contenders that collided try again at different times.
-func WithRetryDelay(d time.Duration) Option { return func(r *RedLock) { r.retryDelay = d } }
+func WithRetryDelay(d time.Duration) Option { return func(o *redOptions) { o.retryDelay = d } }
 
-// NewRedLock returns a RedLock over locks, usually one lock of the same name per server, each on its
-// own redisync.Client.
-func NewRedLock(locks []Locker, opts ...Option) (*RedLock, error) {
+// NewRedLock returns a RedLock over locks (Redisson's new RedissonRedLock(locks...)), usually one
+// lock of the same name per server, each on its own redisync.Client. It has the default options;
+// With returns one with others.
+func NewRedLock(locks ...Locker) (*RedLock, error) {
 	locks, name, err := check(redKind, locks)
 	if err != nil {
 		return nil, err
 	}
-	r := &RedLock{locks: locks, name: name, quorum: len(locks)/2 + 1, timeout: 50 * time.Millisecond, retryDelay: 100 * time.Millisecond}
+	return &RedLock{locks: locks, name: name, quorum: len(locks)/2 + 1,
+		o: redOptions{timeout: 50 * time.Millisecond, retryDelay: 100 * time.Millisecond}}, nil
+}
+
+// With returns a RedLock over the same locks with opts applied, and r unchanged: the locks come
+// first, one by one, as in New, and the options after them.
+//
+//	r, err := multilock.NewRedLock(a, b, c)
+//	r, err = r.With(multilock.WithInstanceTimeout(20 * time.Millisecond))
+func (r *RedLock) With(opts ...Option) (*RedLock, error) {
+	c := *r
 	for _, o := range opts {
-		o(r)
+		o(&c.o)
 	}
-	if r.timeout <= 0 {
-		return nil, core.Invalid(redKind, name, "instance timeout %v: want more than 0", r.timeout)
+	if c.o.timeout <= 0 {
+		return nil, core.Invalid(redKind, r.name, "instance timeout %v: want more than 0", c.o.timeout)
 	}
-	if r.retryDelay <= 0 {
-		return nil, core.Invalid(redKind, name, "retry delay %v: want more than 0", r.retryDelay)
+	if c.o.retryDelay <= 0 {
+		return nil, core.Invalid(redKind, r.name, "retry delay %v: want more than 0", c.o.retryDelay)
 	}
-	return r, nil
+	return &c, nil
 }
 
 // Name returns the names of the sub-locks, joined by commas.
@@ -76,9 +88,11 @@ func (r *RedLock) Quorum() int { return r.quorum }
 
 // Lock tries until it holds a majority of the sub-locks with validity time left, or ctx ends. It
 // returns a ctx that carries the owner, has the end of the validity time as its deadline, and ends
-// when the RedLock stops being held; pass it to Unlock.
+// when the RedLock stops being held; pass it to Unlock. A sub-lock refused with
+// redisync.ErrWrongType or redisync.ErrNoPermission (its name holds other data, its user lacks a
+// permission) fails the attempt with that error, holding nothing, whatever the others answer.
 func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
-	return r.acquire(ctx, -1)
+	return r.acquire(ctx, -1, ownLease)
 }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired when no attempt that
@@ -87,10 +101,31 @@ func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (context.Cont
 	if wait < 0 {
 		return nil, core.Invalid(redKind, r.name, "negative wait %v", wait)
 	}
-	return r.acquire(ctx, wait)
+	return r.acquire(ctx, wait, ownLease)
 }
 
-func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+// LockFor is Lock with one lease for every sub-lock (Redisson's lock(leaseTime, unit)): lease > 0
+// is fixed, and bounds the validity time; 0 is the watchdog's, whatever the sub-locks' options.
+func (r *RedLock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if err := checkLease(redKind, r.name, lease); err != nil {
+		return nil, err
+	}
+	return r.acquire(ctx, -1, lease)
+}
+
+// TryLockFor is TryLock with one lease for every sub-lock (Redisson's tryLock(waitTime, leaseTime,
+// unit)): see LockFor.
+func (r *RedLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, core.Invalid(redKind, r.name, "negative wait %v", wait)
+	}
+	if err := checkLease(redKind, r.name, lease); err != nil {
+		return nil, err
+	}
+	return r.acquire(ctx, wait, lease)
+}
+
+func (r *RedLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
 		return nil, core.Invalid(redKind, r.name, "nil context")
 	}
@@ -107,14 +142,14 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (context.Cont
 		if ctx.Err() != nil {
 			return nil, r.err(context.Cause(ctx))
 		}
-		held, err := r.attempt(ctx)
+		held, err := r.attempt(ctx, lease)
 		if err == nil || !errors.Is(err, core.ErrNotAcquired) {
 			return held, err
 		}
 		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
 			return nil, err
 		}
-		delay := r.retryDelay/2 + rand.N(r.retryDelay/2+1)
+		delay := r.o.retryDelay/2 + rand.N(r.o.retryDelay/2+1)
 		if wait > 0 {
 			delay = min(delay, time.Until(deadline))
 		}
@@ -134,8 +169,8 @@ type answer struct {
 	sent time.Time
 }
 
-// attempt is one round of the algorithm.
-func (r *RedLock) attempt(ctx context.Context) (context.Context, error) {
+// attempt is one round of the algorithm, with lease for every sub-lock (ownLease: each its own).
+func (r *RedLock) attempt(ctx context.Context, lease time.Duration) (context.Context, error) {
 	start := time.Now()
 	// The tries are not cancelled with ctx: one in flight may still acquire, and must be known so
 	// that it can be given back. Their ctx carries the owner and no deadline but their lease.
@@ -144,11 +179,11 @@ func (r *RedLock) attempt(ctx context.Context) (context.Context, error) {
 	for _, l := range r.locks {
 		go func() {
 			sent := time.Now()
-			c, err := l.TryLock(reentering(base, r, l), 0)
+			c, err := lockSub(reentering(base, r, l), l, 0, lease)
 			answers <- answer{l: l, ctx: c, err: err, sent: sent}
 		}()
 	}
-	timeout := time.NewTimer(r.timeout)
+	timeout := time.NewTimer(r.o.timeout)
 	defer timeout.Stop()
 	var got []answer
 	var errs []error
@@ -196,7 +231,7 @@ collect:
 	}
 	if len(got) < r.quorum {
 		err := fmt.Errorf("%w: %d of %d servers acquired, %d needed (%d refused or failed, %d did not answer within %v)",
-			core.ErrNotAcquired, len(got), len(r.locks), r.quorum, len(errs), pending, r.timeout)
+			core.ErrNotAcquired, len(got), len(r.locks), r.quorum, len(errs), pending, r.o.timeout)
 		for _, e := range errs {
 			if !errors.Is(e, core.ErrNotAcquired) {
 				err = fmt.Errorf("%w; %w", err, e)
@@ -209,7 +244,8 @@ collect:
 		return fail(fmt.Errorf("%w: acquired a majority, but the validity time ran out while doing so", core.ErrNotAcquired))
 	}
 	lost := r.err(fmt.Errorf("%w: the validity time ended", core.ErrLost))
-	return newHold(r, redKind, r.name, ctx, subs, r.quorum, validUntil, lost), nil
+	parent, unfollow := core.Derive(ctx) // the tries' ctx carries no cancellation: nothing races it
+	return newHold(r, redKind, r.name, parent, unfollow, subs, r.quorum, validUntil, lost), nil
 }
 
 // validity returns when the majority's validity ends: of the acquired locks with a fixed lease, the
@@ -232,9 +268,12 @@ func (r *RedLock) validity(start time.Time, got []answer) time.Time {
 	return ends[r.quorum-unbounded-1]
 }
 
-// isFatal reports errors that another attempt cannot cure.
+// isFatal reports errors that another attempt cannot cure: a server whose name holds other data
+// (ErrWrongType) or whose user lacks a permission fails the RedLock rather than count as one
+// server down, which would hide the misuse behind a majority.
 func isFatal(err error) bool {
-	return errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrAlreadyHeld) || errors.Is(err, core.ErrClosed)
+	return errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrAlreadyHeld) || errors.Is(err, core.ErrClosed) ||
+		errors.Is(err, core.ErrWrongType) || errors.Is(err, core.ErrNoPermission)
 }
 
 // Unlock releases every sub-lock of the acquisition that ctx came from, on every server. It releases
@@ -269,9 +308,53 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
+// IsHeldBy reports whether owner, an owner id (redisync.OwnerID of a hold's ctx), holds a majority
+// of the sub-locks, asking each of them (Redisson's isHeldByThread). A sub-lock that cannot be asked
+// does not count; its error is returned only when the others are not a majority.
+func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(redKind, r.name, "nil context")
+	}
+	ok, err := isHeldBy(ctx, r.locks, owner, r.quorum)
+	if err != nil {
+		return false, r.err(err)
+	}
+	return ok, nil
+}
+
+// IsLocked reports whether so many sub-locks are held, by anyone, that no majority is free: whether
+// an attempt would fail now. A sub-lock that cannot be asked counts only when the others do not
+// decide it. (Redisson's RedLock does not offer it.)
+func (r *RedLock) IsLocked(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(redKind, r.name, "nil context")
+	}
+	ok, err := isLocked(ctx, r.locks, r.quorum)
+	if err != nil {
+		return false, r.err(err)
+	}
+	return ok, nil
+}
+
+// ForceUnlock frees every sub-lock whoever holds it, on every server, and reports whether any was
+// held. Holds of this RedLock end with redisync.ErrLost once fewer than a majority of their
+// sub-locks are held: on this Client at once. A sub-lock that could not be freed is named in the
+// error; the others are freed all the same. (Redisson's RedLock does not offer it.)
+func (r *RedLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, core.Invalid(redKind, r.name, "nil context")
+	}
+	ok, err := forceUnlock(ctx, r.locks)
+	if err != nil {
+		return ok, r.err(err)
+	}
+	return ok, nil
+}
+
 // Do runs fn while holding the RedLock: it locks (trying as Lock does), runs fn with the hold's ctx,
 // which ends when the validity time does, and unlocks. If the hold is lost, Do returns fn's error
-// joined with the cause.
+// joined with the cause. When fn panics, every sub-lock is released (and fn's ctx ends with
+// redisync.ErrReleased) before the panic goes on to the caller.
 func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }

@@ -20,8 +20,11 @@ import (
 
 func newRed(t *testing.T, ls []Locker, opts ...Option) *RedLock {
 	t.Helper()
-	r, err := NewRedLock(ls, opts...)
+	r, err := NewRedLock(ls...)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = r.With(opts...); err != nil {
 		t.Fatal(err)
 	}
 	return r

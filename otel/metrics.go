@@ -73,11 +73,13 @@ const (
 var Buckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 // Option configures Metrics.
-type Option func(*Metrics)
+type Option func(*options)
+
+type options struct{ names bool }
 
 // WithLockNames adds each object's name as the attribute redisync.lock.name. Use it only when the
 // names are few and fixed: each name is a time series of every instrument.
-func WithLockNames() Option { return func(m *Metrics) { m.names = true } }
+func WithLockNames() Option { return func(o *options) { o.names = true } }
 
 // Metrics turns a Client's events into measurements. It is safe for concurrent use; one may serve
 // several Clients.
@@ -95,10 +97,11 @@ type Metrics struct {
 
 // New creates the instruments on a meter of mp.
 func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
-	m := &Metrics{}
-	for _, o := range opts {
-		o(m)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
+	m := &Metrics{names: o.names}
 	meter := mp.Meter("github.com/redisync/redisync")
 	var errs []error
 	hist := func(name, desc string) metric.Float64Histogram {

@@ -63,8 +63,8 @@ func (cfg Config) check() string {
 }
 
 // TrySetRate sets the rate only if the limiter has none, and reports whether it did; a limiter that
-// is set keeps its own rate (see Config). A name that holds something else is refused with Redis's
-// WRONGTYPE error and left unchanged.
+// is set keeps its own rate (see Config). A name that holds something else is refused with
+// redisync.ErrWrongType and left unchanged.
 func (l *Limiter) TrySetRate(ctx context.Context, cfg Config) (bool, error) {
 	return l.set(ctx, cfg, "try", nil)
 }
@@ -73,7 +73,7 @@ func (l *Limiter) TrySetRate(ctx context.Context, cfg Config) (bool, error) {
 // PerClient, this Client's): the new rate starts with all its permits. With KeepState it keeps the
 // window instead (see KeepState). A change of Type empties both types' windows (this Client's). With
 // KeepAlive 0 the limiter keeps any expiry it had (Redisson's rule). A name that holds something else
-// is refused with Redis's WRONGTYPE error and left unchanged.
+// is refused with redisync.ErrWrongType and left unchanged.
 func (l *Limiter) SetRate(ctx context.Context, cfg Config, opts ...SetOption) error {
 	_, err := l.set(ctx, cfg, "set", opts)
 	return err
@@ -152,17 +152,12 @@ func (l *Limiter) Available(ctx context.Context) (int64, error) {
 }
 
 func (l *Limiter) state(ctx context.Context) (Config, int64, error) {
-	if ctx == nil {
-		return Config{}, 0, core.Invalid(kind, l.name, "nil context")
-	}
-	res, err := l.c.Send(ctx, stateScript, l.keys[:5], nil).AsIntSlice()
+	res, err := l.read(ctx)
 	switch {
 	case err != nil:
-		return Config{}, 0, core.Errorf(kind, l.name, err)
+		return Config{}, 0, err
 	case len(res) == 0:
 		return Config{}, 0, core.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set", core.ErrNotInitialized))
-	case len(res) != 5:
-		return Config{}, 0, core.Errorf(kind, l.name, fmt.Errorf("unexpected reply %v", res))
 	}
 	cfg := Config{
 		Rate:      res[0],
@@ -173,10 +168,25 @@ func (l *Limiter) state(ctx context.Context) (Config, int64, error) {
 	return cfg, res[4], nil
 }
 
+// read runs the state script: {} when no rate is set, else its six figures (ratelimit_state.lua).
+func (l *Limiter) read(ctx context.Context) ([]int64, error) {
+	if ctx == nil {
+		return nil, core.Invalid(kind, l.name, "nil context")
+	}
+	res, err := l.c.QueryScript(ctx, stateScript, l.keys[:5], nil).AsIntSlice()
+	if err == nil && len(res) != 0 && len(res) != 6 {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		return nil, core.Errorf(kind, l.name, err)
+	}
+	return res, nil
+}
+
 // Delete removes the limiter: its rate, the Overall window and this Client's PerClient window
 // (Redisson's delete; other clients' PerClient windows stay until they expire, if they do). It
-// reports whether a rate was set. A name that holds something else is refused with Redis's WRONGTYPE
-// error and left in place.
+// reports whether a rate was set. A name that holds something else is refused with
+// redisync.ErrWrongType and left in place.
 func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")

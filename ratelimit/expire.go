@@ -13,7 +13,7 @@ import (
 // PerClient windows keep theirs. It reports whether any of them exists. ttl must be at least a
 // millisecond. Without a KeepAlive, acquisitions keep the limiter's end; with one, the next
 // acquisition replaces it by the KeepAlive. A name that holds something else is refused with
-// Redis's WRONGTYPE error and left unchanged.
+// redisync.ErrWrongType and left unchanged.
 func (l *Limiter) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
@@ -26,7 +26,7 @@ func (l *Limiter) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 
 // ClearExpire removes the expiry of the keys Expire covers (Redisson's clearExpire), and reports
 // whether any of them had one. With a KeepAlive, the next acquisition gives them one again. A name
-// that holds something else is refused with Redis's WRONGTYPE error and left unchanged.
+// that holds something else is refused with redisync.ErrWrongType and left unchanged.
 func (l *Limiter) ClearExpire(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, core.Invalid(kind, l.name, "nil context")
@@ -49,18 +49,16 @@ func (l *Limiter) expire(ctx context.Context, ms string) (bool, error) {
 // which reads the hash alone): -1 when it has no expiry, 0 when the limiter is not set. It changes
 // nothing in Redis.
 func (l *Limiter) TTL(ctx context.Context) (time.Duration, error) {
-	if ctx == nil {
-		return 0, core.Invalid(kind, l.name, "nil context")
+	res, err := l.read(ctx)
+	if err != nil || len(res) == 0 {
+		return 0, err
 	}
-	ms, err := l.c.Query(ctx, l.c.RDB().B().Pttl().Key(l.name).Build()).AsInt64()
-	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
-	}
-	switch ms {
+	switch ms := res[5]; ms {
 	case -2:
 		return 0, nil
 	case -1:
 		return -1, nil
+	default:
+		return time.Duration(ms) * time.Millisecond, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
 }

@@ -73,14 +73,14 @@ type Limiter struct {
 }
 
 // Option configures a Limiter.
-type Option func(*Limiter)
+type Option func(*options)
+
+type options struct{ clientID *string }
 
 // WithClientID sets the id under which a PerClient limiter keeps this Limiter's window (default: the
 // Client's ID). Limiters given the same id share one PerClient rate: several Clients of one process,
 // say, or a Go process and a Redisson instance whose id it is. It does not change an Overall limiter.
-func WithClientID(id string) Option {
-	return func(l *Limiter) { l.keys[2], l.keys[4] = l.clientKeys(id) }
-}
+func WithClientID(id string) Option { return func(o *options) { o.clientID = &id } }
 
 // New returns the rate limiter called name. It sends nothing: set the rate with TrySetRate or SetRate.
 func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
@@ -92,10 +92,15 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 	l := &Limiter{c: cc, name: name}
 	side := cc.SideKeys(name, ":value", ":permits", "redisync_once:")
 	l.keys[0], l.keys[1], l.keys[3], l.keys[5] = name, side[0], side[1], side[2]
-	l.keys[2], l.keys[4] = l.clientKeys(l.c.Value("client"))
+	o := options{}
 	for _, opt := range opts {
-		opt(l)
+		opt(&o)
 	}
+	id := l.c.Value("client")
+	if o.clientID != nil {
+		id = *o.clientID
+	}
+	l.keys[2], l.keys[4] = l.clientKeys(id)
 	if l.keys[2] == "" {
 		return nil, core.Invalid(kind, name, "empty client id")
 	}
@@ -117,7 +122,7 @@ func (l *Limiter) Name() string { return l.name }
 // Acquire takes n permits, waiting until the window has room for n at once, ctx ends (its cause is
 // returned), or the Client is closed (redisync.ErrClosed). n must be at least 1 and at most the rate;
 // more is an error matching redisync.ErrInvalidArgument. A limiter whose rate is not set fails with
-// redisync.ErrNotInitialized, and a name that holds something else with Redis's WRONGTYPE error.
+// redisync.ErrNotInitialized, and a name that holds something else with redisync.ErrWrongType.
 //
 // An error never means the permits were taken, except when the connection fails while the acquiring
 // script runs: the error is then the connection's, and the script may have taken them on the server.

@@ -146,11 +146,12 @@ func TestWrongType(t *testing.T) {
 		_, errExpire := l.Expire(ctx, time.Second)
 		_, errClear := l.ClearExpire(ctx)
 		_, errDelete := l.Delete(ctx)
-		for what, err := range map[string]error{"TrySetRate": errTry, "SetRate": errSet, "Acquire": errAcquire,
+		_, errTTL := l.TTL(ctx)
+		for what, err := range map[string]error{"TTL": errTTL, "TrySetRate": errTry, "SetRate": errSet, "Acquire": errAcquire,
 			"Available": errAvail, "Config": errConfig, "Delete": errDelete, "SetRate(KeepState)": errKeep,
 			"UpdateRate": errUpdate, "Release": errRelease, "Expire": errExpire, "ClearExpire": errClear} {
-			if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
-				t.Errorf("%v: %s: %v, want WRONGTYPE", setup, what, err)
+			if !errors.Is(err, redisync.ErrWrongType) {
+				t.Errorf("%v: %s: %v, want ErrWrongType", setup, what, err)
 			}
 		}
 		if got := testkit.DoString(t, rdb, "DUMP", name); got != dump {
@@ -172,14 +173,14 @@ func TestWrongType(t *testing.T) {
 	}
 	testkit.Do(t, rdb, "DEL", "{"+name+"}:permits")
 	testkit.Do(t, rdb, "SET", "{"+name+"}:permits", "x")
-	if err := l.Acquire(ctx, 1); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+	if err := l.Acquire(ctx, 1); !errors.Is(err, redisync.ErrWrongType) {
 		t.Errorf("Acquire with a string as the permits key: %v", err)
 	}
 	if v := testkit.DoString(t, rdb, "GET", "{"+name+"}:value"); v != "4" {
 		t.Errorf("value = %s after the refused acquisition, want 4", v)
 	}
 	// Keeping the window reads it first: a refusal changes nothing, the rate included.
-	if err := l.SetRate(ctx, overall(9, time.Hour), ratelimit.KeepState()); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+	if err := l.SetRate(ctx, overall(9, time.Hour), ratelimit.KeepState()); !errors.Is(err, redisync.ErrWrongType) {
 		t.Errorf("SetRate(KeepState) with a string as the permits key: %v", err)
 	}
 	if fields := testkit.DoString(t, rdb, "HMGET", name, "rate", "interval"); fields != "5\n3600000" {
@@ -187,7 +188,7 @@ func TestWrongType(t *testing.T) {
 	}
 	testkit.Do(t, rdb, "DEL", "{"+name+"}:permits")
 	testkit.Do(t, rdb, "SET", "{"+name+"}:value", "x")
-	if err := l.Release(ctx, 1); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+	if err := l.Release(ctx, 1); !errors.Is(err, redisync.ErrWrongType) {
 		t.Errorf("Release with a value that is not a number: %v", err)
 	}
 	l.Delete(ctx)

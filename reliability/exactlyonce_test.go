@@ -185,6 +185,21 @@ var eoCases = []eoCase{
 		// The hold on this Client ended with the forced unlock: its Unlock finds nothing.
 		assert.ErrorIs(x.t, l.Unlock(held), redisync.ErrNotHeld)
 	}},
+	{"rlock/LockFor", func(x *eo) {
+		l := x.rlock(x.c1, x.name)
+		f := x.arm(x.name)
+		held, err := l.LockFor(x.ctx, time.Hour)
+		x.fired(f)
+		if !x.ok(err, "LockFor(1h)") {
+			x.free(x.name, "a failed LockFor")
+			return
+		}
+		x.holdCount(x.name, x.c1, held, 1, "one LockFor")
+		x.leaseLeft(x.name, time.Hour, "one LockFor(1h)")
+		x.unlock(l, held)
+		x.free(x.name, "one LockFor and one Unlock")
+	}},
+	{"rlock/Extend", func(x *eo) { extendCase(x, x.rlock(x.c1, x.name), x.name) }},
 	{"rlock/hand-over-claim", rlockHandOver},
 	{"rlock/waiter-try", rlockWaiterTry},
 	{"spinlock/Lock", func(x *eo) {
@@ -250,6 +265,7 @@ var eoCases = []eoCase{
 		x.unlock(l, held)
 		x.fairFree(x.name, "one TryLock and one Unlock")
 	}},
+	{"fairlock/Extend", func(x *eo) { extendCase(x, x.fair(x.c1, x.name), x.name) }},
 	{"fairlock/queued-waiter", fairQueued},
 	{"fairlock/Unlock", func(x *eo) {
 		l := x.fair(x.c1, x.name)
@@ -264,6 +280,30 @@ var eoCases = []eoCase{
 	{"rwlock/read-Unlock", func(x *eo) { rwUnlockCase(x, true) }},
 	{"rwlock/write-Lock", func(x *eo) { rwLockCase(x, false) }},
 	{"rwlock/write-Unlock", func(x *eo) { rwUnlockCase(x, false) }},
+	{"rwlock/read-LockFor", func(x *eo) {
+		rw, err := rwlock.New(x.c1, x.name)
+		require.NoError(x.t, err)
+		f := x.arm(x.name)
+		held, err := rw.ReadLock().LockFor(x.ctx, time.Hour)
+		x.fired(f)
+		if !x.ok(err, "read LockFor(1h)") {
+			x.rwFree("a failed read LockFor")
+			return
+		}
+		x.leaseLeft(x.readLease(x.c1, held, 1), time.Hour, "one read LockFor(1h)")
+		x.unlock(rw.ReadLock(), held)
+		x.rwFree("one read LockFor and one Unlock")
+	}},
+	{"rwlock/read-Extend", func(x *eo) {
+		rw, err := rwlock.New(x.c1, x.name)
+		require.NoError(x.t, err)
+		extendCase(x, rw.ReadLock(), x.name)
+	}},
+	{"rwlock/write-Extend", func(x *eo) {
+		rw, err := rwlock.New(x.c1, x.name)
+		require.NoError(x.t, err)
+		extendCase(x, rw.WriteLock(), x.name)
+	}},
 	{"semaphore/TrySetPermits", func(x *eo) {
 		s := x.sem(x.c1, x.name)
 		f := x.arm(x.name)
@@ -345,6 +385,23 @@ var eoCases = []eoCase{
 		x.expirableState(1, 1, "TrySetPermits(2) and one Acquire(1)")
 		require.NoError(x.t, e.Release(x.ctx, ids...))
 		x.expirableState(2, 0, "TrySetPermits(2), one Acquire(1) and the Release of its id")
+	}},
+	{"expirable/AcquireFor", func(x *eo) {
+		e := x.expirable(x.c1, x.name)
+		x.setExpirable(e, 2)
+		f := x.arm(x.name)
+		ids, err := e.AcquireFor(x.ctx, 1, time.Hour)
+		x.fired(f)
+		if !x.ok(err, "AcquireFor(1, 1h)") {
+			x.expirableState(2, 0, "TrySetPermits(2) and a failed AcquireFor(1)")
+			return
+		}
+		x.expirableState(1, 1, "TrySetPermits(2) and one AcquireFor(1)")
+		left, err := e.LeaseLeft(x.ctx, ids[0])
+		require.NoError(x.t, err)
+		assert.True(x.t, left > time.Hour-time.Minute && left <= time.Hour, "after AcquireFor(1, 1h) (%s), the permit's lease is %v", x.cut, left)
+		require.NoError(x.t, e.Release(x.ctx, ids...))
+		x.expirableState(2, 0, "TrySetPermits(2), one AcquireFor(1) and the Release of its id")
 	}},
 	{"expirable/Release", func(x *eo) {
 		e := x.expirable(x.c1, x.name)
@@ -478,6 +535,21 @@ var eoCases = []eoCase{
 		x.unlock(g, held)
 		x.groupFree("one Group.Lock and one Unlock")
 	}},
+	{"multilock/Group-LockFor", func(x *eo) {
+		g := x.group(x.c1, "a", "b", "c")
+		f := x.arm(x.name)
+		held, err := g.LockFor(x.ctx, time.Hour)
+		x.fired(f)
+		if !x.ok(err, "Group.LockFor(1h)") {
+			x.groupFree("a failed Group.LockFor")
+			return
+		}
+		x.groupCounts(g, x.c1, held, 1, "one Group.LockFor")
+		x.leaseLeft(x.name, time.Hour, "one Group.LockFor(1h)")
+		x.unlock(g, held)
+		x.groupFree("one Group.LockFor and one Unlock")
+	}},
+	{"multilock/Group-Extend", func(x *eo) { extendCase(x, x.group(x.c1, "a", "b", "c"), x.name) }},
 	{"multilock/Group-TryLock", func(x *eo) {
 		g := x.group(x.c1, "a", "b", "c")
 		f := x.arm(x.name)
@@ -814,6 +886,64 @@ func fairQueued(x *eo) {
 	}
 	x.unlock(l2, got.held)
 	x.fairFree(x.name, "two Locks and two Unlocks")
+}
+
+// extender is a lock with a per-call lease and Extend.
+type extender interface {
+	locker
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	Extend(ctx context.Context, lease time.Duration) error
+}
+
+// extendCase extends a hold with a fixed lease of a minute to an hour under the fault: it succeeds
+// once, the lock's key (a hash whose TTL is the longest lease) lives an hour, the call's memo goes,
+// and one release frees the lock.
+func extendCase(x *eo, l extender, key string) {
+	// A fixed lease, so that no renewal is cut instead; no deadline of the case's own on the hold.
+	held, err := l.LockFor(context.WithoutCancel(x.ctx), time.Minute)
+	require.NoError(x.t, err)
+	f := x.arm(key)
+	err = l.Extend(held, time.Hour)
+	x.fired(f)
+	x.ok(err, "Extend(1h)")
+	x.leaseLeft(key, time.Hour, "LockFor(1m) and one Extend(1h)")
+	dl, _ := held.Deadline()
+	assert.True(x.t, time.Until(dl) > time.Hour-2*time.Minute, "after Extend(1h) (%s), the hold's deadline is %v away", x.cut, time.Until(dl))
+	x.noMemos("one Extend")
+	x.unlock(l, held)
+	x.free(key, "LockFor, Extend and one Unlock")
+	if leases := x.scan("{" + key + "}:*:rwlock_timeout:*"); len(leases) > 0 {
+		assert.Failf(x.t, "read lease left", "after LockFor, Extend and one Unlock (%s), Redis holds the read leases %q", x.cut, leases)
+	}
+}
+
+// leaseLeft checks that key expires within lease, and not much before.
+func (x *eo) leaseLeft(key string, lease time.Duration, after string) {
+	x.t.Helper()
+	left := time.Duration(x.int("PTTL", key)) * time.Millisecond
+	assert.True(x.t, left > lease-time.Minute && left <= lease, "after %s (%s), %s expires in %v; one application leaves %v. Redis holds: %s",
+		after, x.cut, key, left, lease, x.holds())
+}
+
+// readLease returns the key of the k-th read lease of held's owner.
+func (x *eo) readLease(c *redisync.Client, held context.Context, k int) string {
+	owner, ok := redisync.OwnerID(held)
+	require.True(x.t, ok, "no owner in the held ctx")
+	return fmt.Sprintf("{%s}:%s:%d:rwlock_timeout:%d", x.name, c.ID(), owner, k)
+}
+
+// noMemos checks that the memos of the object's calls are gone, soon (the client deletes one in the
+// background once it has the answer).
+func (x *eo) noMemos(after string) {
+	x.t.Helper()
+	memos := "redisync_once:{" + x.name + "}:*"
+	deadline := time.Now().Add(10 * time.Second)
+	for len(x.scan(memos)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := x.scan(memos); len(left) > 0 {
+		assert.Failf(x.t, "memo left", "after %s (%s), Redis still holds the memos %q after 10 s. Redis holds: %s", after, x.cut, left, x.holds())
+	}
 }
 
 func rwLockCase(x *eo, read bool) {

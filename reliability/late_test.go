@@ -85,8 +85,9 @@ func TestCallOvertakenByItsResend(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*eoCall)
 			defer cancel()
 			c := e.tg.Client(t)
-			// late runs call with its first send held up and run after the second.
-			late := func(key string, call func() error) {
+			// lateThen runs call with its first send held up and run after the second, and between
+			// after the second send ran and before the first runs.
+			lateThen := func(key string, call func() error, between func()) {
 				t.Helper()
 				first := e.arm(redistest.Rule{Cut: redistest.Delay, Key: key})
 				again := e.arm(redistest.Rule{Cut: redistest.HoldReply, Key: key})
@@ -95,6 +96,7 @@ func TestCallOvertakenByItsResend(t *testing.T) {
 				go func() { done <- call() }()
 				require.True(t, again.Wait(eoCall), "the call was not sent again")
 				require.True(t, first.HasFired(), "the call's first send was not held up")
+				between()
 				reply, err := first.Deliver()
 				require.NoError(t, err)
 				t.Logf("the first send to %s, run after the second, answered %q", key, reply)
@@ -106,6 +108,7 @@ func TestCallOvertakenByItsResend(t *testing.T) {
 					t.Fatalf("the call did not return")
 				}
 			}
+			late := func(key string, call func() error) { lateThen(key, call, func() {}) }
 			// reentrant: one Lock late, a re-entry, its Unlock late, the outer Unlock; Redis must
 			// count what the client does, and the lock ends free.
 			reentrant := func(t *testing.T, key string, l lateLock) {
@@ -211,6 +214,56 @@ func TestCallOvertakenByItsResend(t *testing.T) {
 				locked, err := g.IsLocked(ctx)
 				require.NoError(t, err)
 				require.False(t, locked, "the group is locked after every Lock was unlocked")
+			})
+			// extend: an Extend whose first send arrives after the send made again extends once: the
+			// lease, cut back in between, stays as it was cut.
+			t.Run("extend", func(t *testing.T) {
+				pttl := func(key string) int64 {
+					n, err := e.rdb.Do(ctx, e.rdb.B().Pttl().Key(key).Build()).AsInt64()
+					require.NoError(t, err)
+					return n
+				}
+				cut := func(key string) func() {
+					return func() {
+						require.Greater(t, pttl(key), int64(50*time.Minute/time.Millisecond), "the send made again did not extend %s", key)
+						require.NoError(t, e.rdb.Do(ctx, e.rdb.B().Pexpire().Key(key).Milliseconds(30_000).Build()).Error())
+					}
+				}
+				for _, tc := range []struct {
+					what string
+					l    interface {
+						LockFor(context.Context, time.Duration) (context.Context, error)
+						Extend(context.Context, time.Duration) error
+						Unlock(context.Context) error
+					}
+					name  string
+					lease func(held context.Context) string // the key the lease is kept on
+				}{
+					{what: "lock", name: "late-extend-lock-" + name},
+					{what: "read lock", name: "late-extend-read-" + name},
+				} {
+					switch tc.what {
+					case "lock":
+						l, err := rlock.New(c, tc.name)
+						require.NoError(t, err)
+						tc.l, tc.lease = l, func(context.Context) string { return l.Name() }
+					case "read lock":
+						rw, err := rwlock.New(c, tc.name)
+						require.NoError(t, err)
+						tc.l = rw.ReadLock()
+						tc.lease = func(held context.Context) string {
+							id, _ := redisync.OwnerID(held)
+							return "{" + rw.Name() + "}:" + c.ID() + ":" + strconv.FormatInt(id, 10) + ":rwlock_timeout:1"
+						}
+					}
+					held, err := tc.l.LockFor(ctx, time.Minute)
+					require.NoError(t, err, tc.what)
+					require.NoError(t, tc.l.Extend(held, time.Minute), tc.what) // the script loaded
+					key := tc.lease(held)
+					lateThen(tc.name, func() error { return tc.l.Extend(held, time.Hour) }, cut(key))
+					require.LessOrEqual(t, pttl(key), int64(30_000), "%s: the first send, run after the one made again, extended %s again", tc.what, key)
+					require.NoError(t, tc.l.Unlock(held), tc.what)
+				}
 			})
 			t.Run("latch", func(t *testing.T) {
 				l, err := countdown.New(c, "late-latch-"+name)

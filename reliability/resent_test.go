@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
@@ -88,11 +88,16 @@ func TestLockTryResentAfterItsRecord(t *testing.T) {
 	h, w := own.Client(t), through.Client(t)
 	const name = "resent-lock"
 	ctx := context.Background()
-	hheld, err := must1(rlock.New(h, name, rlock.WithLease(time.Second))).Lock(ctx)
+	hl := must1(rlock.New(h, name, rlock.WithLease(time.Second)))
+	hheld, err := hl.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer runtime.KeepAlive(hheld) // its lease ends: dropped, it would be logged as abandoned
+	defer func() { // its lease has ended: the Unlock only lets the holder's Client forget it
+		if err := hl.Unlock(hheld); !errors.Is(err, redisync.ErrNotHeld) {
+			t.Errorf("holder's Unlock after its lease: %v, want ErrNotHeld", err)
+		}
+	}()
 	// The waiter's try that records it (rlock_acquire.lua: 5 KEYS, 11 ARGV).
 	f := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: name,
 		Match: func(args []string) bool { return len(args) == 3+5+11 && args[2] == "5" }})

@@ -201,7 +201,7 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 		for j := range 3 {
 			subs = append(subs, must1(rlock.New(c, tag+"red-"+strconv.Itoa(j))))
 		}
-		red := must1(multilock.NewRedLock(subs))
+		red := must1(multilock.NewRedLock(subs...))
 		loop(func() { hold("redlock", "RedLock", red, false) })
 		g := must1(multilock.NewGroup(c, tag+"group", []string{"a", "b"}))
 		loop(func() { hold("group", "group lock", g, false) })
@@ -250,13 +250,7 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 		opened := make(chan error, len(clients)-1)
 		for _, c := range clients[1:] {
 			l := must1(countdown.New(c, tag+"latch"))
-			go func() {
-				ok, err := l.TryAwait(context.Background(), 10*time.Second)
-				if err == nil && !ok {
-					err = errors.New("not opened within 10s")
-				}
-				opened <- err
-			}()
+			go func() { opened <- l.TryAwait(context.Background(), 10*time.Second) }()
 		}
 		for want := int64(1); want >= 0; want-- {
 			if !w.call("latch CountDown", w.timed(func() error { return latch.CountDown(context.Background()) })) {
@@ -267,7 +261,11 @@ func (w *workload) run(ctx context.Context, clients []*redisync.Client, permits 
 			}
 		}
 		for range clients[1:] {
-			w.call("latch TryAwait", <-opened)
+			if err := <-opened; errors.Is(err, redisync.ErrNotAcquired) {
+				w.t.Errorf("latch not opened within 10 s of its last CountDown")
+			} else {
+				w.call("latch TryAwait", err)
+			}
 		}
 		w.ops.Add(1)
 	})

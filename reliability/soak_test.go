@@ -305,8 +305,7 @@ func soak(t *testing.T, env soakEnv) {
 			opened := make(chan error, 1)
 			go func() {
 				lw, _ := countdown.New(clients[2], "soak-latch")
-				_, err := lw.TryAwait(context.Background(), 10*time.Second)
-				opened <- err
+				opened <- lw.TryAwait(context.Background(), 10*time.Second)
 			}()
 			for want := int64(1); want >= 0; want-- {
 				if err := again(func() error { return l.CountDown(context.Background()) }); err != nil {

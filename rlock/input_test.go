@@ -3,7 +3,6 @@ package rlock_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,8 +50,8 @@ func TestWrongType(t *testing.T) {
 			func() (context.Context, error) { return l.TryLock(context.Background(), 100*time.Millisecond) },
 		} {
 			held, err := try()
-			if err == nil || held != nil || !strings.Contains(err.Error(), "WRONGTYPE") {
-				t.Fatalf("lock on a string key: (%v, %v), want a WRONGTYPE error", held, err)
+			if err == nil || held != nil || !errors.Is(err, redisync.ErrWrongType) {
+				t.Fatalf("lock on a string key: (%v, %v), want ErrWrongType", held, err)
 			}
 		}
 		if v := testkit.DoString(t, rdb, "GET", "wrongtype"); v != "a string" {

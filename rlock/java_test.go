@@ -25,11 +25,12 @@ type javaLock struct {
 	cluster bool
 	name    string
 	id      string
+	lease   string // ms: RedissonLock's internalLockLeaseTime, the watchdog's or lock(leaseTime)'s
 }
 
 func newJavaLock(t *testing.T, tg *testkit.Target, name string) *javaLock {
 	return &javaLock{t: t, rdb: tg.Redis(t), cluster: tg.Name == "cluster", name: name,
-		id: "7c2e9f10-java-4d2b-8a1f-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10)}
+		id: "7c2e9f10-java-4d2b-8a1f-" + strconv.FormatInt(time.Now().UnixNano()%1e12, 10), lease: "30000"}
 }
 
 const javaLockAcquire = `
@@ -61,7 +62,7 @@ func (j *javaLock) channel() string           { return "redisson_lock__channel:{
 
 func (j *javaLock) try(thread int64) (bool, int64) {
 	res := j.rdb.Do(context.Background(), j.rdb.B().Eval().Script(javaLockAcquire).Numkeys(1).Key(j.name).
-		Arg("30000", j.field(thread)).Build())
+		Arg(j.lease, j.field(thread)).Build())
 	ttl, err := res.AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return true, 0
@@ -79,7 +80,7 @@ func (j *javaLock) unlock(thread int64) {
 	}
 	latch := "redisson_unlock_latch:{" + j.name + "}:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	err := j.rdb.Do(context.Background(), j.rdb.B().Eval().Script(javaLockRelease).Numkeys(3).
-		Key(j.name, j.channel(), latch).Arg("0", "30000", j.field(thread), publish, "60000").Build()).Error()
+		Key(j.name, j.channel(), latch).Arg("0", j.lease, j.field(thread), publish, "60000").Build()).Error()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		j.t.Errorf("java unlock: %v", err)
 	}
@@ -206,6 +207,81 @@ func TestJavaWaiterNotStarvedByHandOvers(t *testing.T) {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// A Java waiter already waiting when Go clients start to contend after a quiet spell still gets the
+// lock within a few of their releases: each Client lists itself among the lock's clients before it
+// listens on the lock's channel, so the Java waiter, and it alone, counts beyond them.
+func TestJavaWaiterNotStarvedByBurst(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		n := "java-burst"
+		java := newJavaLock(t, tg, n)
+		holder := newLock(t, tg.Client(t), n)
+		held := mustLock(t, holder, context.Background())
+		var sec testkit.Section
+		var releases atomic.Int64
+		ctx, stop := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer func() { stop(); wg.Wait() }()
+
+		jctx, jstop := context.WithTimeout(ctx, 30*time.Second)
+		defer jstop()
+		subscribed, took := make(chan struct{}), make(chan int64, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !java.lock(jctx, 1, func() { close(subscribed) }) {
+				took <- -1
+				return
+			}
+			sec.Enter()
+			took <- releases.Load()
+			sec.Leave()
+			java.unlock(1)
+		}()
+		<-subscribed // and its try after that finds the lock held: it waits for a message
+
+		const clients = 4
+		for range clients {
+			l := newLock(t, tg.Client(t), n)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					h, err := l.Lock(ctx)
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Error(err)
+						}
+						return
+					}
+					sec.Enter()
+					time.Sleep(time.Millisecond)
+					sec.Leave()
+					if err := l.Unlock(h); err != nil {
+						t.Error(err)
+						return
+					}
+					releases.Add(1)
+				}
+			}()
+		}
+		waiters(t, tg, n, clients) // every Go client waits, listed and listening, fresh
+		mustUnlock(t, holder, held)
+		r := <-took
+		if r < 0 {
+			t.Fatalf("the Java waiter did not acquire in 30 s (%d releases by the Go clients)", releases.Load())
+		}
+		stop()
+		wg.Wait()
+		t.Logf("the Java waiter acquired after %d releases by the Go clients", r)
+		if r > 40 {
+			t.Fatalf("the Java waiter acquired after %d releases by the Go clients, want a few", r)
+		}
+		if sec.Max() != 1 {
+			t.Fatalf("%d owners inside at once", sec.Max())
+		}
+	})
+}
 
 // A Java waiter's turn that nobody takes (a subscriber on the shared channel that never tries) keeps
 // our acquisitions off the free lock for a moment only.

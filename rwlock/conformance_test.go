@@ -37,6 +37,7 @@ var (
 		Rival: func(c *redisync.Client, name string) (locksuite.Lock, error) {
 			return side(false)(c, name, locksuite.Options{})
 		},
+		Layout:       "rwlock",
 		Shared:       true,
 		Reentrant:    true,
 		Lease:        true,
@@ -45,6 +46,7 @@ var (
 	WriteKind = locksuite.Kind{
 		Name:         "rwlock write",
 		New:          side(false),
+		Layout:       "rwlock",
 		Reentrant:    true,
 		Lease:        true,
 		NonReentrant: true,

@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/lua"
 )
@@ -18,6 +16,9 @@ var keys = map[string]string{
 	"channel": "redisson_rwlock",         // Redisson's unlock messages
 }
 
+// state reads either side (core.Lock.State): {pttl, count, mode, fields}.
+var state = lua.Load("rwlock_state.lua")
+
 // readSpec and writeSpec are the two sides in Redis: their scripts, and how their waiters wait.
 var (
 	readSpec = &core.Spec{
@@ -28,10 +29,11 @@ var (
 			"release": lua.Load("rwlock_leases.lua", "rwlock_read_release.lua"),
 			"renew":   lua.Load("rwlock_read_renew.lua"),
 			"force":   lua.Load("rwlock_force_release.lua"),
+			"extend":  lua.Load("once.lua", "rwlock_read_extend.lua"),
+			"state":   state,
 		},
 		Policy: policy,
 		Shared: true, // readers share, and may release in any order
-		Around: downgrade,
 	}
 	writeSpec = &core.Spec{
 		Kind: "write lock",
@@ -42,11 +44,12 @@ var (
 			"renew":   lua.Load("rwlock_write_renew.lua"),
 			"force":   lua.Load("rwlock_force_release.lua"),
 			"leave":   lua.Load("rwlock_withdraw.lua"), // a writer that gives up stops keeping readers out
+			"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+			"state":   state,
 		},
 		Policy:  policy,
 		Suffix:  ":write",
 		Refused: ErrUpgrade,
-		Around:  writeHold,
 	}
 )
 
@@ -73,9 +76,9 @@ func (l *Lock) Name() string { return l.l.Name() }
 // ctx that carries the owner and ends when the hold ends; pass it to Unlock, and to the work done under
 // the lock so that the work stops if the lock is lost.
 //
-// A read lock taken with the very ctx the write lock returned (downgrade) outlives the write hold:
-// its ctx ends with the read hold or with the ctx the write lock was taken with, not when the write
-// lock is released.
+// A read lock taken with the ctx the write lock returned (downgrade) outlives the write hold: as
+// for every hold taken through another, its ctx ends with the read hold, or with the ctx the write
+// lock was taken with, and not when the write lock is released.
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.l.Lock(ctx) }
 
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired when the lock is not
@@ -85,46 +88,31 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context
 	return l.l.TryLock(ctx, wait)
 }
 
-// writeHeld keys, in a write hold's ctx, what the read side of the same lock (object) needs for a
-// downgrade.
-type writeHeld struct{ object any }
-
-type writeParent struct {
-	parent context.Context // the ctx the write lock was taken with
-	done   <-chan struct{} // the write hold ctx's Done
+// LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
+// lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the lock's
+// options. A re-entry never shortens what an outer hold was promised: the lock's TTL only grows.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	return l.l.LockFor(ctx, lease)
 }
 
-// writeHold puts in a write hold's ctx what a downgrade needs.
-func writeHold(ctx context.Context, object any) (context.Context, func(context.Context, error) context.Context) {
-	return ctx, func(held context.Context, err error) context.Context {
-		if err != nil {
-			return held
-		}
-		return context.WithValue(held, writeHeld{object}, writeParent{parent: ctx, done: held.Done()})
-	}
+// TryLockFor is TryLock with a lease of its own for this acquisition (Redisson's tryLock(waitTime,
+// leaseTime, unit)): see LockFor.
+func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	return l.l.TryLockFor(ctx, wait, lease)
 }
 
-// downgrade returns the ctx a read hold should derive from. When ctx is the write hold's own ctx (or
-// carries only values on top of it), deriving from it would end the read hold's ctx with the write
-// release; the read hold derives instead from ctx's values and the cancellation of the ctx the write
-// lock was taken with. A ctx with a cancellation of its own is used as it is. The returned func undoes
-// the set-up once the read hold's ctx has ended (at once when the acquisition failed).
-func downgrade(ctx context.Context, object any) (context.Context, func(context.Context, error) context.Context) {
-	p, ok := ctx.Value(writeHeld{object}).(writeParent)
-	if !ok || ctx.Done() != p.done {
-		return ctx, nil
-	}
-	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(p.parent, func() { cancel(context.Cause(p.parent)) })
-	undo := func() { stop(); cancel(context.Canceled) }
-	return base, func(held context.Context, err error) context.Context {
-		if err != nil {
-			undo()
-			return held
-		}
-		context.AfterFunc(held, undo)
-		return held
-	}
+// Extend makes the hold of ctx's owner last at least lease from now (Redisson's expire on a held
+// lock), and moves the deadline of ctx's hold, when its lease is fixed, to the new end. It never
+// shortens a hold. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the
+// owner does not hold this side or ctx's hold has ended, and it acts once whatever the network
+// loses. On a hold the watchdog keeps, the TTL lasts at least lease and the renewals go on.
+func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l.l.Extend(ctx, lease) }
+
+// IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
+// holds this side (Redisson's isHeldByThread, an owner id standing for the thread id).
+func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	n, err := l.l.HoldCountOf(ctx, owner)
+	return n > 0, err
 }
 
 // Unlock releases the hold on this side that ctx carries: the side is free of that owner when every
@@ -148,30 +136,18 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 // lock, whether a writer holds it; for the read lock, whether the lock is in read mode or its writer
 // also reads (downgrade under way).
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	c, name := l.c, l.l.Name()
-	kind := readSpec.Kind
-	if l.writer {
-		kind = writeSpec.Kind
-	}
-	mode, err := c.Query(ctx, c.RDB().B().Hget().Key(name).Field("mode").Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return false, nil
-	}
+	st, err := l.l.State(ctx)
 	if err != nil {
-		return false, core.Errorf(kind, name, err)
+		return false, err
 	}
-	if !l.writer && mode == "write" {
-		// The writer's field and the mode: anything beyond them is the writer's own read hold.
-		n, err := c.Query(ctx, c.RDB().B().Hlen().Key(name).Build()).AsInt64()
-		if err != nil {
-			return false, core.Errorf(kind, name, err)
-		}
-		return n > 2, nil
+	switch mode, fields := st[2], st[3]; {
+	case l.writer:
+		return mode == 2, nil
+	case mode == 2:
+		return fields > 2, nil // the writer's field and the mode: anything beyond is its own read hold
+	default:
+		return mode == 1, nil
 	}
-	if l.writer {
-		return mode == "write", nil
-	}
-	return mode == "read", nil
 }
 
 // IsHeld reports whether ctx's owner holds this side (Redisson's isHeldByCurrentThread).
@@ -190,6 +166,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 
 // Do runs fn while holding this side: it locks (waiting as Lock does), runs fn with the hold's ctx,
 // and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the hold is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.Lock, l.Unlock, fn)
 }

@@ -19,8 +19,8 @@
 // alive as long as any live reader renews, so that a writer still waits up to a whole lease after the
 // last live reader has left. A read hold whose lease key is found gone is reported lost.
 //
-// The read lock taken with the very ctx the write lock returned outlives the write release: its ctx
-// ends with the read hold, or with the ctx the write lock was taken with.
+// The read lock taken with the ctx the write lock returned outlives the write release: its ctx ends
+// with the read hold, or with the ctx the write lock was taken with.
 //
 // Fairness: by default, as in Redisson, a reader gets in whenever no writer holds the lock, so a
 // stream of overlapping readers can starve a writer for ever. WithWriterPreference makes a waiting

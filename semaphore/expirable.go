@@ -14,7 +14,7 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-var expirableScript = lua.Load("once.lua", "semaphore_expirable.lua")
+var expirableScript = lua.Load("count.lua", "once.lua", "semaphore_expirable.lua")
 
 const expirableKind = "expirable semaphore"
 
@@ -41,12 +41,14 @@ type Expirable struct {
 }
 
 // Option configures an Expirable.
-type Option func(*Expirable)
+type Option func(*expirableOptions)
+
+type expirableOptions struct{ lease time.Duration }
 
 // WithLease gives every permit that Acquire takes a lease of d: unless released or given a new lease
 // before, it returns to the pool d after it was taken. Without it (or with 0) permits never expire and
-// must be released.
-func WithLease(d time.Duration) Option { return func(e *Expirable) { e.lease = d } }
+// must be released. AcquireFor and TryAcquireFor give a lease of their own instead.
+func WithLease(d time.Duration) Option { return func(o *expirableOptions) { o.lease = d } }
 
 // NewExpirable returns the permit-expirable semaphore called name.
 func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, error) {
@@ -55,10 +57,11 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 	if err != nil {
 		return nil, err
 	}
-	e := &Expirable{c: cc, name: name}
-	for _, o := range opts {
-		o(e)
+	var o expirableOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
+	e := &Expirable{c: cc, name: name, lease: o.lease}
 	ms, err := leaseMs(e.lease)
 	if err != nil {
 		return nil, core.Errorf(expirableKind, name, err)
@@ -90,7 +93,7 @@ func (e *Expirable) Name() string { return e.name }
 // redisync.ErrInvalidArgument instead of waiting for permits that do not exist. Acquiring 0 permits
 // takes nothing and sends nothing: it returns no ids, or ctx's cause when ctx has ended.
 func (e *Expirable) Acquire(ctx context.Context, n int64) ([]string, error) {
-	return e.acquire(ctx, n, -1)
+	return e.acquire(ctx, n, -1, e.leaseMs)
 }
 
 // TryAcquire is Acquire with a wait bound: it gives up with redisync.ErrNotAcquired when n permits are
@@ -99,10 +102,35 @@ func (e *Expirable) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 	if wait < 0 {
 		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
 	}
-	return e.acquire(ctx, n, wait)
+	return e.acquire(ctx, n, wait, e.leaseMs)
 }
 
-func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([]string, error) {
+// AcquireFor is Acquire with a lease of its own for the permits it takes (Redisson's acquire(permits,
+// leaseTime, unit)): they return to the pool lease after they were taken, whatever WithLease says;
+// 0 means they never expire.
+func (e *Expirable) AcquireFor(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
+	ms, err := leaseMs(lease)
+	if err != nil {
+		return nil, core.Errorf(expirableKind, e.name, err)
+	}
+	return e.acquire(ctx, n, -1, ms)
+}
+
+// TryAcquireFor is TryAcquire with a lease of its own for the permits it takes (Redisson's
+// tryAcquire(permits, waitTime, leaseTime, unit)): see AcquireFor.
+func (e *Expirable) TryAcquireFor(ctx context.Context, n int64, wait, lease time.Duration) ([]string, error) {
+	if wait < 0 {
+		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
+	}
+	ms, err := leaseMs(lease)
+	if err != nil {
+		return nil, core.Errorf(expirableKind, e.name, err)
+	}
+	return e.acquire(ctx, n, wait, ms)
+}
+
+// acquire takes n permits with a lease of leaseMs, waiting at most wait (< 0: without bound).
+func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, leaseMs string) ([]string, error) {
 	if ctx == nil {
 		return nil, core.Invalid(expirableKind, e.name, "nil context")
 	}
@@ -110,7 +138,11 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
 	}
 	if n == 0 {
-		if err := context.Cause(ctx); err != nil {
+		err := context.Cause(ctx)
+		if err == nil {
+			err = e.c.Closed()
+		}
+		if err != nil {
 			return nil, core.Errorf(expirableKind, e.name, err)
 		}
 		return []string{}, nil
@@ -122,7 +154,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration) ([
 	for i := range ids {
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
-	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), e.leaseMs}, ids...)
+	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), leaseMs}, ids...)
 	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
 		return nil, core.Errorf(expirableKind, e.name, err)
 	}
@@ -161,6 +193,35 @@ func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, er
 // or not they were taken.
 func (a *expirableAcquisition) Undo(ctx context.Context, _ bool) { a.e.release(ctx, a.args[4:]) }
 
+// Do runs fn holding n permits: it acquires them (waiting as Acquire does), runs fn, and releases
+// them. With a lease (WithLease), fn's ctx ends when the permits' lease may have ended (less 1% +
+// 2 ms for clock drift), with redisync.ErrLost as its cause, and Do then returns fn's error joined
+// with the loss; the permits are back in the pool by then.
+func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context) error) error {
+	var ids []string
+	stop := context.CancelFunc(func() {})
+	acquire := func(ctx context.Context) (context.Context, error) {
+		start := time.Now()
+		var err error
+		if ids, err = e.Acquire(ctx, n); err != nil || e.lease == 0 {
+			return ctx, err
+		}
+		lost := core.Errorf(expirableKind, e.name, fmt.Errorf("%w: lease of %v ended", core.ErrLost, e.lease))
+		ctx, stop = context.WithDeadlineCause(ctx, start.Add(e.lease-core.Drift(e.lease)), lost)
+		return ctx, nil
+	}
+	release := func(held context.Context) error {
+		lost := errors.Is(context.Cause(held), core.ErrLost)
+		stop()
+		err := e.Release(held, ids...)
+		if lost && errors.Is(err, core.ErrNotHeld) {
+			return nil // back in the pool already: Do returns the loss
+		}
+		return err
+	}
+	return core.Locked(ctx, acquire, release, fn)
+}
+
 // Release gives back the permits with the given ids, all of them or, when one of them is not
 // acquired (its lease ended, it was released, or it never existed), none: the error then matches
 // redisync.ErrNotHeld and says which. It releases even when ctx has been cancelled. Releasing no ids
@@ -170,6 +231,9 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 		return core.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
+		if err := e.c.Closed(); err != nil {
+			return core.Errorf(expirableKind, e.name, err)
+		}
 		return nil
 	}
 	raw := make([]string, len(ids))

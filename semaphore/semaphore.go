@@ -31,7 +31,6 @@ package semaphore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -47,12 +46,14 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("record.lua", "once.lua", "semaphore_acquire.lua")
+	acquireScript = lua.Load("record.lua", "count.lua", "once.lua", "semaphore_acquire.lua")
 	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_add.lua")
-	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_try_set.lua")
+	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "count.lua", "once.lua", "semaphore_try_set.lua")
 	forgetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
-	drainScript   = lua.Load("once.lua", "semaphore_drain.lua")
-	deleteScript  = lua.Load("once.lua", "semaphore_delete.lua")
+	drainScript   = lua.Load("count.lua", "once.lua", "semaphore_drain.lua")
+	deleteScript  = lua.Load("count.lua", "once.lua", "semaphore_delete.lua")
+	countScript   = lua.Load("count.lua", "semaphore_count.lua")
+	expireScript  = lua.Load("count.lua", "semaphore_expire.lua")
 )
 
 // lingerMs: a client keeps listening on a semaphore's wake channel this long after its last waiter
@@ -358,8 +359,7 @@ func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 	if err := checkTTL(ttl); err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
-	rdb := s.c.RDB()
-	ok, err := rdb.Do(ctx, rdb.B().Pexpire().Key(s.name).Milliseconds(ttl.Milliseconds()).Build()).AsBool()
+	ok, err := s.c.Send(ctx, expireScript, []string{s.name}, []string{itoa(ttl.Milliseconds())}).AsBool()
 	if err != nil {
 		return false, core.Errorf(kind, s.name, err)
 	}
@@ -381,7 +381,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if ctx == nil {
 		return 0, core.Invalid(kind, s.name, "nil context")
 	}
-	n, err := s.c.Query(ctx, s.c.RDB().B().Get().Key(s.name).Build()).AsInt64()
+	n, err := s.c.QueryScript(ctx, countScript, []string{s.name}, nil).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return 0, core.Errorf(kind, s.name, err)
 	}
@@ -404,23 +404,25 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Do runs fn while holding n permits: it acquires them (waiting as Acquire does), runs fn, and
-// releases them, also when fn fails.
+// Do runs fn while holding n permits: it acquires them (waiting as Acquire does), runs fn with ctx,
+// and releases them, also when fn fails, and when fn panics: the permits are back before the panic
+// goes on.
 func (s *Semaphore) Do(ctx context.Context, n int64, fn func(ctx context.Context) error) error {
-	if err := s.Acquire(ctx, n); err != nil {
-		return err
-	}
-	ferr := fn(ctx)
-	return errors.Join(ferr, s.Release(ctx, n))
+	return core.Locked(ctx, func(ctx context.Context) (context.Context, error) { return ctx, s.Acquire(ctx, n) },
+		func(ctx context.Context) error { return s.Release(ctx, n) }, fn)
 }
 
-// check refuses a nil ctx and a permit count below least.
+// check refuses a nil ctx and a permit count below least, and every call once the Client is closed
+// (those that would send nothing too).
 func (s *Semaphore) check(ctx context.Context, n, least int64) error {
 	if ctx == nil {
 		return core.Invalid(kind, s.name, "nil context")
 	}
 	if n < least {
 		return core.Invalid(kind, s.name, "%d permits: want at least %d", n, least)
+	}
+	if err := s.c.Closed(); err != nil {
+		return core.Errorf(kind, s.name, err)
 	}
 	return nil
 }

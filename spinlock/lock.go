@@ -44,6 +44,8 @@ var spec = &core.Spec{
 		"renew":   lua.Load("extend.lua", "rlock_renew.lua"),
 		"force":   lua.Load("rlock_force_release.lua"),
 		"leave":   lua.Load("rlock_leave.lua"),
+		"extend":  lua.Load("once.lua", "extend.lua", "lock_extend.lua"),
+		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	Policy: pubsub.WakeOne,
 }
@@ -114,6 +116,33 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context
 	return l.l.TryLock(ctx, wait)
 }
 
+// LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
+// lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the lock's
+// options. A re-entry never shortens what an outer hold was promised: the lock's TTL only grows.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	return l.l.LockFor(ctx, lease)
+}
+
+// TryLockFor is TryLock with a lease of its own for this acquisition (Redisson's tryLock(waitTime,
+// leaseTime, unit)): see LockFor.
+func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	return l.l.TryLockFor(ctx, wait, lease)
+}
+
+// Extend makes the hold of ctx's owner last at least lease from now (Redisson's expire on a held
+// lock), and moves the deadline of ctx's hold, when its lease is fixed, to the new end. It never
+// shortens a hold. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the
+// owner does not hold the lock or ctx's hold has ended, and it acts once whatever the network
+// loses. On a hold the watchdog keeps, the TTL lasts at least lease and the renewals go on.
+func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l.l.Extend(ctx, lease) }
+
+// IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
+// holds the lock (Redisson's isHeldByThread, an owner id standing for the thread id).
+func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
+	n, err := l.l.HoldCountOf(ctx, owner)
+	return n > 0, err
+}
+
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
 func (l *Lock) Token(ctx context.Context) (int64, bool) { return l.l.Token(ctx) }
 
@@ -146,6 +175,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 
 // Do runs fn while holding the lock: it locks (waiting as Lock does), runs fn with the lock's ctx,
 // and unlocks. fn's ctx ends if the lock is lost; Do then returns fn's error joined with the cause.
+// When fn panics, the lock is released (and fn's ctx ends with redisync.ErrReleased) before the
+// panic goes on to the caller.
 func (l *Lock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, l.l.Lock, l.l.Unlock, fn)
 }

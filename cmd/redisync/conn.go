@@ -283,6 +283,7 @@ func (c *connFlags) connect(cmd *command, budget time.Duration, opts ...redisync
 		prefix := c.prefix
 		opts = append(opts, redisync.WithNameMapper(func(name string) string { return prefix + name }))
 	}
+	opts = append(opts, redisync.WithLogger(cmd.logger()))
 	client, err := dial(opt, budget, func(opt rueidis.ClientOption) (*redisync.Client, error) { return redisync.New(opt, opts...) },
 		func(c *redisync.Client) { c.Close() })
 	if err != nil {

@@ -25,7 +25,7 @@ The flash-sale story. A shop has a few units in stock, and many buyers, served b
 back one lower. The demo runs the sale twice: without a lock, buyers read the same stock and the shop
 sells units it does not have; with rlock, one buyer at a time reads and writes the stock, and exactly
 the stock is sold. It prints what was sold, oversold and turned away, the time each sale took, and
-the lock acquisitions per second.
+the lock acquisitions per second (--json: as JSON).
 
 Without --addr or --sentinel it runs on a Redis embedded in the process (miniredis): nothing to install.
 $REDISYNC_ADDR is ignored here, so the demo never writes to a server by surprise. With --addr it uses
@@ -49,6 +49,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	stock := cmd.fs.Int("stock", 10, "units in stock")
 	clients := cmd.fs.Int("clients", 4, "Clients (machines) the buyers are spread over")
 	pay := durationFlag(cmd.fs, "pay", 2*time.Millisecond, "how long (`DURATION`) a buyer takes to pay, between reading and writing the stock")
+	asJSON := cmd.fs.Bool("json", false, "print both sales' figures as JSON (times in milliseconds)")
 	var conn connFlags
 	conn.registerWith(cmd.fs, "(default: a Redis embedded in this process)")
 	pos, _, _, code := cmd.parse(args, 0)
@@ -92,7 +93,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	for range *clients {
-		c, err := redisync.New(opt)
+		c, err := redisync.New(opt, redisync.WithLogger(cmd.logger()))
 		if err != nil {
 			return connectError(cmd, opt, err)
 		}
@@ -101,31 +102,64 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 
 	s := &sale{clients: cs, prefix: "redisync:demo:" + uuid.NewString()[:8] + ":", stock: *stock, buyers: *buyers, pay: *pay}
 	defer s.cleanup()
-	fmt.Fprintf(stdout, "Flash sale: %d units in stock, %d buyers on %d clients, on %s.\n\n", *stock, *buyers, *clients, where)
-
+	if !*asJSON {
+		fmt.Fprintf(stdout, "Flash sale: %d units in stock, %d buyers on %d clients, on %s.\n\n", *stock, *buyers, *clients, where)
+	}
 	free, err := s.run(context.Background(), false)
 	if err != nil {
 		return redisError(cmd, err)
 	}
-	fmt.Fprintln(stdout, free.line("without a lock"))
+	if !*asJSON {
+		fmt.Fprintln(stdout, free.line("without a lock"))
+	}
 	locked, err := s.run(context.Background(), true)
 	if err != nil {
 		return redisError(cmd, err)
 	}
-	fmt.Fprintln(stdout, locked.line("with rlock"))
-	fmt.Fprintln(stdout)
+	want := int64(min(*buyers, *stock))
+	if *asJSON {
+		printJSON(stdout, struct {
+			Stock       int        `json:"stock"`
+			Buyers      int        `json:"buyers"`
+			Clients     int        `json:"clients"`
+			Server      string     `json:"server"`
+			WithoutLock resultJSON `json:"without_lock"`
+			WithRLock   resultJSON `json:"with_rlock"`
+		}{*stock, *buyers, *clients, where, free.json(), locked.json()})
+	} else {
+		fmt.Fprintln(stdout, locked.line("with rlock"))
+		fmt.Fprintln(stdout)
+		tellSales(stdout, free, locked)
+	}
+	if locked.sold != want {
+		fmt.Fprintf(stderr, "redisync demo: the locked sale sold %d units, want %d\n", locked.sold, want)
+		return exitFailure
+	}
+	return exitOK
+}
 
+// tellSales says what the two sales, free and locked, show.
+func tellSales(stdout io.Writer, free, locked result) {
 	if free.oversold() > 0 {
 		fmt.Fprintf(stdout, "Without a lock, buyers read the same stock before anyone wrote it back: %d units sold that\ndo not exist.\n", free.oversold())
 	} else {
 		fmt.Fprintln(stdout, "Without a lock, this time the race did not oversell; run it again, or raise --buyers or --pay.")
 	}
 	fmt.Fprintf(stdout, "With rlock, one buyer at a time reads and writes the stock: %d sold, %d turned away.\n", locked.sold, locked.turnedAway)
-	if want := int64(min(*buyers, *stock)); locked.sold != want {
-		fmt.Fprintf(stderr, "redisync demo: the locked sale sold %d units, want %d\n", locked.sold, want)
-		return exitFailure
-	}
-	return exitOK
+}
+
+// resultJSON is a sale's figures in demo --json.
+type resultJSON struct {
+	Sold         int64   `json:"sold"`
+	Oversold     int64   `json:"oversold"`
+	TurnedAway   int64   `json:"turned_away"`
+	ElapsedMs    float64 `json:"elapsed_ms"`
+	Acquisitions int64   `json:"acquisitions,omitempty"`
+}
+
+func (r result) json() resultJSON {
+	return resultJSON{Sold: r.sold, Oversold: r.oversold(), TurnedAway: r.turnedAway,
+		ElapsedMs: float64(r.elapsed.Microseconds()) / 1000, Acquisitions: r.acquisitions}
 }
 
 // sale is the shop: a stock key that buyers read and write back.

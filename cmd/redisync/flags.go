@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -20,13 +22,68 @@ type command struct {
 	footer string // exit statuses and examples, printed after them
 	stdout io.Writer
 	stderr io.Writer
+	out    outFlags
 }
 
 func newCommand(name, header, footer string, stdout, stderr io.Writer) *command {
 	fs := flag.NewFlagSet("redisync "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // help is printed by parse, to stdout when asked for
-	return &command{fs: fs, name: name, header: header, footer: footer, stdout: stdout, stderr: stderr}
+	c := &command{fs: fs, name: name, header: header, footer: footer, stdout: stdout, stderr: stderr}
+	c.out.register(fs)
+	return c
+}
+
+// outFlags say what the tool writes on stderr besides errors; every subcommand takes them, before
+// or after its name.
+type outFlags struct {
+	quiet   bool
+	verbose bool
+}
+
+func (o *outFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&o.quiet, "quiet", false, "write nothing on stderr but errors: not what the exit status already says (not acquired, a latch still\ncounting down...), nor what the tool waits for, nor warnings")
+	fs.BoolVar(&o.quiet, "q", false, "short for --quiet")
+	fs.BoolVar(&o.verbose, "verbose", false, "also write the library's log records (a hold lost, a renewal failed, a reconnect) on stderr,\nas lines \"redisync SUBCOMMAND: library: level=... msg=...\"; without it they are left out")
+	fs.BoolVar(&o.verbose, "v", false, "short for --verbose")
+}
+
+// say writes a message that the exit status already conveys, or a warning, unless --quiet.
+func (c *command) say(format string, args ...any) {
+	if !c.out.quiet {
+		fmt.Fprintf(c.stderr, "redisync %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	}
+}
+
+// logger is where the library's log records go: with --verbose, lines of the tool's on stderr;
+// otherwise nowhere, since the tool reports itself what they would tell (COMMAND stopped because
+// the hold was lost, a release that failed).
+func (c *command) logger() *slog.Logger {
+	if !c.out.verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(prefixed{c.stderr, "redisync " + c.name + ": library: "}, &slog.HandlerOptions{
+		Level: slog.LevelInfo,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{} // the tool's lines have no time
+			}
+			return a
+		},
+	}))
+}
+
+// prefixed writes each write, a whole line, with a prefix.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // help writes the full help text to w.
@@ -137,14 +194,50 @@ type waitFlags struct {
 	conflict int
 }
 
-func (f *waitFlags) register(cmd *command) {
-	waitUsage := "give up with status 75 after `DURATION` (1m30s, or seconds: 90) without acquiring; 0 tries once (default: wait as long as it takes);\nconnecting counts against it"
+// register registers the wait flags; what is what is waited for, as a participle: "acquired".
+func (f *waitFlags) register(cmd *command, what string) {
+	waitUsage := "give up with status 75 if not " + what + " within `DURATION` (1m30s, or seconds: 90); 0 tries once (default: wait as long as\nit takes); connecting counts against it"
 	cmd.fs.Var(&f.wait, "wait", waitUsage)
-	cmd.fs.Var(&f.wait, "w", "short for --wait")
+	cmd.fs.Var(&f.wait, "w", "short for --wait `DURATION`")
 	cmd.fs.BoolVar(&f.nowait, "n", false, "do not wait: try once (--wait 0)")
 	cmd.fs.BoolVar(&f.nowait, "nonblock", false, "same as -n")
-	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` when not acquired")
-	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E")
+	cmd.fs.IntVar(&f.conflict, "E", exitNotAcquired, "exit with `STATUS` instead of 75 when not "+what+"; with 0, quietly (a cron job that skips a run)")
+	cmd.fs.IntVar(&f.conflict, "conflict-exit-code", exitNotAcquired, "same as -E `STATUS`")
+}
+
+// given reports whether any wait flag was given.
+func (f *waitFlags) given(cmd *command) bool {
+	set := false
+	cmd.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "wait", "w", "n", "nonblock", "E", "conflict-exit-code":
+			set = true
+		}
+	})
+	return set
+}
+
+// check checks the wait flags together, and makes -n a wait of 0. It returns exitUsage, or -1.
+func (f *waitFlags) check(cmd *command) int {
+	switch {
+	case f.conflict < 0 || f.conflict > 255:
+		return cmd.usageError("-E %d: a status is from 0 to 255", f.conflict)
+	case f.nowait && f.wait.set && f.wait.d != 0:
+		return cmd.usageError("-n and --wait %v exclude each other", f.wait.d)
+	}
+	if f.nowait {
+		f.wait = waitFlag{set: true}
+	}
+	return -1
+}
+
+// notAcquired reports a wait that ended without acquiring (or a latch still counting down), and
+// returns the status -E chose: silent with -E 0, which makes it no failure, as with --quiet.
+func (f *waitFlags) notAcquired(cmd *command, format string, args ...any) int {
+	if f.conflict != 0 {
+		cmd.say(format, args...)
+	}
+	return f.conflict
 }
 
 // minConnect is the least time a bounded wait gives the connection: --wait 0 still connects.
@@ -193,4 +286,11 @@ func defaultNote(def time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf(" (default %v)", def)
+}
+
+// printJSON writes v as indented JSON, as every --json does.
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
 }

@@ -27,11 +27,11 @@ type holder struct {
 
 // heldOptions are the settings of runHeld that come from flags.
 type heldOptions struct {
-	wait        time.Duration // < 0: no bound
-	start       time.Time     // when the run started: the wait counts from it, connecting included
-	grace       time.Duration
-	ttl         time.Duration // the hold's TTL in Redis: its lease, or the watchdog timeout
-	notAcquired int           // the status when not acquired within wait
+	wait  time.Duration // < 0: no bound
+	start time.Time     // when the run started: the wait counts from it, connecting included
+	grace time.Duration
+	ttl   time.Duration // the hold's TTL in Redis: its lease, or the watchdog timeout
+	waits *waitFlags    // -E: the status when not acquired within wait
 	// recordCommand: the holder's registration has COMMAND's arguments, not only its name.
 	recordCommand bool
 }
@@ -41,7 +41,7 @@ type heldOptions struct {
 const releaseTimeout = 3 * time.Second
 
 // runHeld runs COMMAND while h is held and returns the tool's exit status: COMMAND's own, or
-// o.notAcquired, exitLost, exitUnavailable (or exitDataErr, exitNoPerm), 126, 128+n for a signal that
+// -E's status, exitLost, exitUnavailable (or exitDataErr, exitNoPerm), 126, 128+n for a signal that
 // stopped the wait. argv is COMMAND's path (see resolve), then COMMAND and its arguments.
 func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []string) int {
 	path, argv := argv[0], argv[1:]
@@ -63,11 +63,10 @@ func runHeld(cmd *command, c *redisync.Client, h holder, o heldOptions, argv []s
 		if err == nil {
 			h.release(held)
 		}
-		fmt.Fprintf(cmd.stderr, "redisync %s: %v while waiting for the %s\n", cmd.name, sig, h.what)
+		cmd.say("%v while waiting for the %s", sig, h.what)
 		return signalStatus(sig.sig)
 	case errors.Is(err, redisync.ErrNotAcquired):
-		fmt.Fprintf(cmd.stderr, "redisync %s: %v\n", cmd.name, err)
-		return o.notAcquired
+		return o.waits.notAcquired(cmd, "%v", err)
 	case errors.Is(err, redisync.ErrInvalidArgument):
 		return cmd.usageError("%v", err)
 	case err != nil:
@@ -191,7 +190,7 @@ func acquireSaying(ctx context.Context, cmd *command, c *redisync.Client, h hold
 	if rf, isR := cmd.stderr.(redactor); isR {
 		f, ok = rf.w.(interface{ Fd() uintptr })
 	}
-	if wait == 0 || !ok || !isTerminal(int(f.Fd())) {
+	if wait == 0 || cmd.out.quiet || !ok || !isTerminal(int(f.Fd())) {
 		return h.acquire(ctx, wait)
 	}
 	start := time.Now()

@@ -20,18 +20,28 @@ const inspectHeader = `Usage: redisync inspect [--json] [--watch [--interval D]]
 Shows what Redis holds under NAME, read without changing anything: which primitive it is, its
 holders and their hold counts, its TTL, its waiters (a lock's and a semaphore's recorded waiters,
 the fair lock's queue with each waiter's deadline, the read-write lock's waiting writers, the
-processes waiting on a semaphore's or latch's channel), the read-write lock's mode and per-reader
-leases, a semaphore's available permits and the expiry of each acquired permit, a latch's count, a
-rate limiter's rate and permits left. It reads Redisson's layout, so it shows locks taken by Java
-services too.
+processes waiting on a semaphore's, latch's or group lock's channel), the read-write lock's mode and
+per-reader leases, a group lock's values by holder, a semaphore's available permits and the expiry
+of each acquired permit, a latch's count, a rate limiter's rate and permits left. It reads
+Redisson's layout, so it shows locks taken by Java services too.
+
+Only live waiters are shown: the records a waiter leaves beside a lock or semaphore also hold what
+is no waiter (the mark of a hand-over to the waiter that now holds, a record whose waiter has gone,
+the turn kept for Java waiters), and those are left out. A holder is never shown as a waiter.
 
 It costs the server little whatever NAME holds: a few round trips of pipelined, bounded reads
-(TYPE, PTTL, TIME, HLEN, HSCAN, HMGET, GETRANGE, LLEN, LRANGE, ZCARD, ZCOUNT, ZRANGE, ZSCORE,
-PUBSUB NUMSUB, and for other keys their length), never a whole value: of long lists, at most 100
-entries are read, and the rest counted.
+(TYPE, PTTL, TIME, HLEN, HSCAN, HMGET, GETRANGE, LLEN, LRANGE, ZCARD, ZCOUNT, ZRANGE,
+ZRANGEBYSCORE, ZSCORE, PUBSUB NUMSUB, and for other keys their length), never a whole value: of
+long lists, at most 100 entries are read, and the rest counted.
 
 Owners read "<client id>:<owner id>": the client id is a redisync Client's (or a Redisson
-instance's) UUID, the owner id its context owner (Redisson: the thread id).
+instance's) UUID, the owner id its context owner (Redisson: the thread id). A semaphore's waiter
+reads "<client id>:<attempt>". A group lock's values read as their fields in the group's hash,
+Redisson's hash of each value (multilock.GroupField).
+
+Durations are relative to the server's clock. They are never negative but for a fair lock's queue,
+where a waiter past its deadline keeps its place until the next try drops it, and a permit that
+expired and is not yet back in the pool.
 
 Some states look alike in Redis: a fair lock with nobody in line looks like a lock, and a semaphore
 and a countdown latch are both a number under NAME. When nobody waits on the number, inspect cannot
@@ -58,8 +68,9 @@ Examples:
 // the server's clock at the time of reading ("in_ms": how long from now; negative: in the past).
 type state struct {
 	Name string `json:"name"`
-	// Kind: "none", "lock", "fair lock", "read-write lock", "semaphore", "permit-expirable semaphore",
-	// "countdown latch", or "semaphore or countdown latch" when nothing tells the two apart.
+	// Kind: "none", "lock", "fair lock", "read-write lock", "group lock", "semaphore",
+	// "permit-expirable semaphore", "countdown latch", "rate limiter", "other" (no primitive's), or
+	// "semaphore or countdown latch" when nothing tells the two apart.
 	Kind string `json:"kind"`
 	// TTLms: the main key's remaining time to live; -1 without expiry; absent when the key is missing.
 	TTLms        *int64        `json:"ttl_ms,omitempty"`
@@ -75,14 +86,16 @@ type state struct {
 	// each with the time its announcement lapses unless renewed.
 	WaitingWriters []waiter `json:"waiting_writers,omitempty"`
 	// Waiters: the waiters that recorded themselves (a lock's, a semaphore's: redisync's), each with
-	// the time by which it will have tried again; a lapsed record's waiter has gone.
+	// the time by which it will have tried again. Records that are no waiter are left out: a grant's
+	// mark (the holder a release handed the lock to), a record whose time has passed (its waiter has
+	// gone), the Java waiters' turns (see records.go).
 	Waiters []waiter `json:"waiters,omitempty"`
-	// Subscribers: the subscribers of a semaphore's or latch's channel, on every node: the processes
-	// waiting for it (a redisync Client subscribes once for all its waiters).
+	// Subscribers: the subscribers of a semaphore's, latch's or group lock's channel, on every node:
+	// the processes waiting for it (a redisync Client subscribes once for all its waiters).
 	Subscribers *int64   `json:"subscribers,omitempty"`
 	Keys        []string `json:"keys"` // the keys that were found
 	// Omitted: how many holders, queue, waiters, waiting_writers or permits there are beyond those
-	// shown (at most 100 of each are read).
+	// shown (at most 100 of each are read), and about how many values of a group lock were not read.
 	Omitted map[string]int64 `json:"omitted,omitempty"`
 
 	RateLimiter *rateState `json:"rate_limiter,omitempty"` // a rate limiter's rate and window
@@ -91,18 +104,30 @@ type state struct {
 }
 
 type holderState struct {
-	Owner  string      `json:"owner"`
-	Who    *holderInfo `json:"who,omitempty"` // the redisync process that holds, as it registered
-	Count  int64       `json:"count"`
-	Write  bool        `json:"write,omitempty"`     // read-write lock: the writer
-	Leases []int64     `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+	Owner string      `json:"owner"`
+	Who   *holderInfo `json:"who,omitempty"` // the redisync process that holds, as it registered
+	// Count: the hold count (a group lock: the highest of its values').
+	Count  int64        `json:"count"`
+	Write  bool         `json:"write,omitempty"`     // read-write lock: the writer
+	Leases []int64      `json:"leases_ms,omitempty"` // read-write lock: each read hold's remaining lease
+	Values []groupValue `json:"values,omitempty"`    // group lock: the values it holds
+}
+
+// groupValue is one value of a group lock that its holder holds.
+type groupValue struct {
+	Field     string `json:"field"` // the value's field: Redisson's hash of the value (multilock.GroupField)
+	Count     int64  `json:"count"`
+	ExpiresMs int64  `json:"expires_in_ms"`
 }
 
 type waiter struct {
+	// Owner: the waiting owner; a semaphore's waiter is "<client id>:<attempt>".
 	Owner string `json:"owner"`
-	// Deadline: by when it must try again or lose its place (a fair lock's queue), will have tried
-	// again (a recorded waiter), or stops keeping readers out unless renewed (a waiting writer).
+	// Deadline: by when it must try again or lose its place (a fair lock's queue: negative once
+	// passed, until the next try drops it), will have tried again (a recorded waiter), or stops
+	// keeping readers out unless renewed (a waiting writer).
 	Deadline *int64 `json:"deadline_in_ms,omitempty"`
+	Permits  int64  `json:"permits,omitempty"` // a semaphore's waiter: the permits it wants
 }
 
 type permit struct {
@@ -119,7 +144,7 @@ const neverExpires = 922337203685477
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("inspect", inspectHeader, inspectFooter, stdout, stderr)
 	asJSON := cmd.fs.Bool("json", false, "print JSON (times in milliseconds, relative to the server's clock)")
-	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, queue, counts or the fencing token change (one JSON object a line with --json)")
+	watching := cmd.fs.Bool("watch", false, "read again every --interval until interrupted, printing the view with the time whenever holders, waiters,\nqueue, counts or the fencing token change, not when times only count down (one JSON object a line with --json)")
 	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads, at least "+minInterval.String())
 	var conn connFlags
 	conn.register(cmd.fs)
@@ -234,7 +259,8 @@ func inspect(ctx context.Context, rdb rueidis.Client, name string) (*state, erro
 		return nil, r.err
 	}
 	typ, _ := res[0].ToString()
-	now := serverTime(res[2])
+	r.nowUs = serverMicros(res[2])
+	now := r.nowUs / 1000
 	if typ != "none" {
 		st.Keys = append(st.Keys, name)
 		ttl, _ := res[1].AsInt64()
@@ -281,8 +307,9 @@ func (r *reader) who(st *state) {
 	}
 }
 
-// hash reads a hash: a rate limiter, a lock or read-write lock, or someone else's hash. Only as
-// many fields are read as a lock has: someone else's hash shows as such from its first page.
+// hash reads a hash: a rate limiter, a lock, read-write lock or group lock, or someone else's hash.
+// Only as many fields are read as such a hash has: someone else's hash shows as such from its first
+// page.
 func (r *reader) hash(st *state, now int64) {
 	b := r.rdb.B()
 	res := r.multi(b.Hlen().Key(st.Name).Build(), b.Hscan().Key(st.Name).Cursor(0).Count(hashPage).Build())
@@ -295,7 +322,8 @@ func (r *reader) hash(st *state, now int64) {
 	if r.rateLimiter(st, fields, now) {
 		return
 	}
-	for pages := 1; lockFields(fields) && page.Cursor != 0 && pages < maxHashScan; pages++ {
+	ours := func() bool { return lockFields(fields) || groupFields(fields) }
+	for pages := 1; ours() && page.Cursor != 0 && pages < maxHashScan; pages++ {
 		page, err = r.multi(b.Hscan().Key(st.Name).Cursor(page.Cursor).Count(hashPage).Build())[0].AsScanEntry()
 		if err != nil {
 			return
@@ -304,14 +332,17 @@ func (r *reader) hash(st *state, now int64) {
 			fields[k] = v
 		}
 	}
-	if !lockFields(fields) {
+	switch {
+	case groupFields(fields):
+		r.group(st, fields, size, now)
+	case lockFields(fields):
+		if page.Cursor != 0 {
+			st.omit("holders", size-int64(len(fields)))
+		}
+		r.lock(st, fields, now)
+	default:
 		r.foreign(st, "hash", size)
-		return
 	}
-	if page.Cursor != 0 {
-		st.omit("holders", size-int64(len(fields)))
-	}
-	r.lock(st, fields, now)
 }
 
 // pairs turns HSCAN's field, value, field, value... into a map.
@@ -333,7 +364,8 @@ func lockFields(fields map[string]string) bool {
 			}
 			continue
 		}
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil || !strings.Contains(k, ":") {
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil || !strings.Contains(k, ":") ||
+			strings.HasSuffix(k, groupExpire) || strings.HasSuffix(k, groupCount) {
 			return false
 		}
 	}
@@ -355,39 +387,59 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	timeoutKey := r.names.Prefixed("redisson_lock_timeout", name)
 	tokenKey := r.names.Prefixed("redisson_lock_token", name)
 	waitersKey := r.names.Prefixed("redisync_lock_waiters", name)
+	owners := sortedKeys(fields)
 	var q batch
 	queueLen := q.add(rdb.B().Llen().Key(queueKey).Build())
 	queue := q.add(rdb.B().Lrange().Key(queueKey).Start(0).Stop(maxShown - 1).Build())
 	timeouts := q.add(rdb.B().Zcard().Key(timeoutKey).Build())
 	token := q.add(getNumber(rdb, tokenKey))
-	waiters := q.add(rdb.B().Zcard().Key(waitersKey).Build())
-	records := q.add(firstOf(rdb, waitersKey, maxShown))
+	waiters := q.add(rdb.B().Zcount().Key(waitersKey).Min(liveFrom(r.nowUs)).Max("+inf").Build())
+	records := q.add(liveRecords(rdb, waitersKey, r.nowUs))
+	marks := -1
+	if len(owners) > 0 {
+		// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
+		marks = q.add(rdb.B().Hmget().Key(r.names.Prefixed("redisync_fair_waiters", name)).Field(owners...).Build())
+	}
 	exp := -1
 	if fields == nil {
 		exp = r.addExpirable(&q, name, now)
 	}
 	q.send(r)
-	for _, owner := range sortedKeys(fields) {
+	holders := make(map[string]bool, len(owners))
+	for _, owner := range owners {
 		count, _ := strconv.ParseInt(fields[owner], 10, 64)
 		st.Holders = append(st.Holders, holderState{Owner: owner, Count: count})
+		holders[owner] = true
 	}
 	if n, ok := number(q.str(token)); r.found(st, tokenKey, ok) {
 		st.FencingToken = &n
 	}
-	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), now, recordOwner)
+	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), func(m string) (waiter, bool) {
+		owner := recordOwner(m)
+		return waiter{Owner: owner}, !turnMarker(m) && !holders[owner]
+	})
 	fair := r.found(st, queueKey, q.int(queueLen) > 0)
 	fair = r.found(st, timeoutKey, q.int(timeouts) > 0) || fair
+	if marks >= 0 && !fair {
+		recs, _ := q.res[marks].AsStrSlice()
+		fair = slices.ContainsFunc(recs, fairGrant)
+	}
 	switch {
 	case fair:
 		st.Kind = "fair lock"
-		owners, _ := q.res[queue].AsStrSlice()
-		st.omit("queue", q.int(queueLen)-int64(len(owners)))
+		inLine, _ := q.res[queue].AsStrSlice()
+		left := q.int(queueLen) - int64(len(inLine))
 		var d batch
-		for _, owner := range owners {
-			d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
+		var waiting []string
+		for _, owner := range inLine {
+			if !holders[owner] { // a holder is in line only for a moment, and waits for nobody
+				waiting = append(waiting, owner)
+				d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
+			}
 		}
+		st.omit("queue", left)
 		d.send(r)
-		for i, owner := range owners {
+		for i, owner := range waiting {
 			w := waiter{Owner: owner}
 			if score, err := d.res[i].AsFloat64(); err == nil {
 				in := int64(score) - now
@@ -402,20 +454,54 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	}
 }
 
-// waiters adds the waiters that recorded themselves to st (a lock's, a semaphore's): n in all, the
-// first of them in records, named by who. The records that mark a Java waiter's turn ("~owed",
-// "~java": see rlock_wake.lua) are no waiters.
-func (r *reader) waiters(st *state, key string, n int64, records []rueidis.ZScore, now int64, who func(string) string) {
+// liveRecords reads the first waiter records of key whose time (microseconds) is ahead of nowUs,
+// soonest first, with their scores.
+func liveRecords(rdb rueidis.Client, key string, nowUs int64) rueidis.Completed {
+	return rdb.B().Zrangebyscore().Key(key).Min(liveFrom(nowUs)).Max("+inf").Withscores().Limit(0, maxShown).Build()
+}
+
+// waiters adds to st the waiters among records, the first of the n records of key whose time is
+// ahead (scored in microseconds: by when the waiter will have tried again). waiter names a record's
+// waiter, and reports whether it is one.
+func (r *reader) waiters(st *state, key string, n int64, records []rueidis.ZScore, waiter func(string) (waiter, bool)) {
 	for _, z := range records {
-		if strings.HasPrefix(z.Member, "~") {
+		w, ok := waiter(z.Member)
+		if !ok {
 			n--
 			continue
 		}
-		in := int64(z.Score)/1000 - now // scored in microseconds: by when it will have tried again
-		st.Waiters = append(st.Waiters, waiter{Owner: who(z.Member), Deadline: &in})
+		in := (int64(z.Score) - r.nowUs) / 1000
+		w.Deadline = &in
+		st.Waiters = append(st.Waiters, w)
 	}
-	r.found(st, key, n > 0)
+	r.found(st, key, len(st.Waiters) > 0)
 	st.omit("waiters", n-int64(len(st.Waiters)))
+}
+
+// group reads a group lock whose hash holds fields, of size in all: the values held, by owner. A
+// value whose owner's lease has ended is held by nobody.
+func (r *reader) group(st *state, fields map[string]string, size, now int64) {
+	st.Kind = "group lock"
+	byOwner := map[string]int{}
+	held, read := groupHolds(fields, now)
+	for _, g := range held {
+		i, ok := byOwner[g.owner]
+		if !ok {
+			i = len(st.Holders)
+			byOwner[g.owner] = i
+			st.Holders = append(st.Holders, holderState{Owner: g.owner})
+		}
+		h := &st.Holders[i]
+		h.Count = max(h.Count, g.count)
+		h.Values = append(h.Values, groupValue{Field: g.field, Count: g.count, ExpiresMs: g.expires - now})
+	}
+	slices.SortFunc(st.Holders, func(a, b holderState) int { return strings.Compare(a.Owner, b.Owner) })
+	for _, h := range st.Holders {
+		slices.SortFunc(h.Values, func(a, b groupValue) int { return strings.Compare(a.Field, b.Field) })
+	}
+	st.omit("values", size/3-int64(read)) // three fields a value
+	subs := r.subscribers(r.names.Prefixed("redisson_lock__channel", st.Name))
+	st.Subscribers = &subs[0]
 }
 
 // rwlock reads a read-write lock's holders, their read leases, and the writers waiting.
@@ -447,13 +533,20 @@ func (r *reader) rwlock(st *state, fields map[string]string, now int64) {
 			st.Holders[i].Leases = append(st.Holders[i].Leases, q.int(j))
 		}
 	}
-	// Lapsed announcements are left out: the next reader drops them.
+	// Lapsed announcements are left out: the next reader drops them; so is a holder's, for a moment
+	// the writer's own.
+	n := q.int(writers)
 	for _, z := range q.zset(announced) {
+		owner := strings.TrimSuffix(z.Member, ":write")
+		if slices.ContainsFunc(st.Holders, func(h holderState) bool { return h.Owner == owner }) {
+			n--
+			continue
+		}
 		in := int64(z.Score) - now
-		st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: strings.TrimSuffix(z.Member, ":write"), Deadline: &in})
+		st.WaitingWriters = append(st.WaitingWriters, waiter{Owner: owner, Deadline: &in})
 	}
-	r.found(st, writersKey, q.int(writers) > 0)
-	st.omit("waiting_writers", q.int(writers)-int64(len(st.WaitingWriters)))
+	r.found(st, writersKey, n > 0)
+	st.omit("waiting_writers", n-int64(len(st.WaitingWriters)))
 }
 
 // counter reads a semaphore or a latch: a number under the name.
@@ -467,14 +560,17 @@ func (r *reader) counter(st *state, now int64) {
 	waitersKey := r.names.Prefixed("redisync_semaphore_waiters", st.Name)
 	var q batch
 	exp := r.addExpirable(&q, st.Name, now)
-	waiters := q.add(rdb.B().Zcard().Key(waitersKey).Build())
-	records := q.add(firstOf(rdb, waitersKey, maxShown))
+	waiters := q.add(rdb.B().Zcount().Key(waitersKey).Min(liveFrom(r.nowUs)).Max("+inf").Build())
+	records := q.add(liveRecords(rdb, waitersKey, r.nowUs))
 	q.send(r)
 	if q.int(exp) > 0 {
 		r.expirable(st, &q, exp, n, now)
 		return
 	}
-	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), now, func(m string) string { return m })
+	r.waiters(st, waitersKey, q.int(waiters), q.zset(records), func(m string) (waiter, bool) {
+		who, permits := semaphoreRecord(m)
+		return waiter{Owner: who, Permits: permits}, true
+	})
 	subs := r.subscribers(r.names.Prefixed("redisson_sc", st.Name),
 		r.names.Braced("redisson_countdownlatch__channel__", st.Name, "redisson_countdownlatch__channel_"))
 	sem, latch := subs[0] > 0 || len(st.Waiters) > 0, subs[1] > 0
@@ -588,7 +684,11 @@ func (st *state) print(w io.Writer) {
 				role = "writer"
 			}
 		}
-		fmt.Fprintf(w, "  %s %s  count %d", role, escape(h.Owner), h.Count)
+		if h.Values != nil {
+			fmt.Fprintf(w, "  %s %s  values %d", role, escape(h.Owner), len(h.Values))
+		} else {
+			fmt.Fprintf(w, "  %s %s  count %d", role, escape(h.Owner), h.Count)
+		}
 		if len(h.Leases) > 0 {
 			leases := make([]string, len(h.Leases))
 			for i, ms := range h.Leases {
@@ -600,8 +700,14 @@ func (st *state) print(w io.Writer) {
 			fmt.Fprintf(w, "  %s", escape(h.Who.String()))
 		}
 		fmt.Fprintln(w)
+		for _, v := range h.Values {
+			fmt.Fprintf(w, "    value %s  count %d  expires in %v\n", escape(v.Field), v.Count, ms(v.ExpiresMs))
+		}
 	}
 	st.more(w, "holders")
+	if n := st.Omitted["values"]; n > 0 {
+		fmt.Fprintf(w, "    ... and about %d more values, held or not (not read)\n", n)
+	}
 	if len(st.WaitingWriters) > 0 {
 		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", int64(len(st.WaitingWriters))+st.Omitted["waiting_writers"])
 		for _, q := range st.WaitingWriters {
@@ -612,11 +718,14 @@ func (st *state) print(w io.Writer) {
 	if len(st.Waiters) > 0 {
 		fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
 		for _, q := range st.Waiters {
-			if *q.Deadline < 0 {
-				fmt.Fprintf(w, "    %s  record lapsed %v ago: the waiter has gone\n", escape(q.Owner), ms(-*q.Deadline))
-			} else {
-				fmt.Fprintf(w, "    %s  tries again within %v\n", escape(q.Owner), ms(*q.Deadline))
+			fmt.Fprintf(w, "    %s", escape(q.Owner))
+			switch {
+			case q.Permits == 1:
+				fmt.Fprint(w, "  wants 1 permit")
+			case q.Permits > 1:
+				fmt.Fprintf(w, "  wants %d permits", q.Permits)
 			}
+			fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
 		}
 		st.more(w, "waiters")
 	}
@@ -624,7 +733,17 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
 	}
 	if st.Kind == "fair lock" {
-		fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
+		late := 0
+		for _, q := range st.Queue {
+			if q.Deadline != nil && *q.Deadline < 0 {
+				late++
+			}
+		}
+		if late == 0 {
+			fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
+		} else {
+			fmt.Fprintf(w, "  queue: %d in line, %d of them past their deadline\n", int64(len(st.Queue))+st.Omitted["queue"], late)
+		}
 		for i, q := range st.Queue {
 			fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
 			switch {

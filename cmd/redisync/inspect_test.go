@@ -147,7 +147,7 @@ func TestInspectFairLock(t *testing.T) {
 		if !within(st.Queue[1].Deadline, 250*time.Second, 300*time.Second) {
 			t.Errorf("second waiter's deadline %v, want about 5 minutes ahead", st.Queue[1].Deadline)
 		}
-		for _, want := range []string{"queue: 2 waiting", "1. java-uuid:7  deadline passed", "2. java-uuid:8  must try again within 4m"} {
+		for _, want := range []string{"queue: 2 in line, 1 of them past their deadline", "1. java-uuid:7  deadline passed", "2. java-uuid:8  must try again within 4m"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("text output lacks %q:\n%s", want, text)
 			}

@@ -15,20 +15,22 @@ import (
 	"github.com/redisync/redisync/internal/core"
 )
 
-const latchHeader = `Usage: redisync latch [flags] NAME set N | countdown | count | await [--wait DURATION]
+const latchHeader = `Usage: redisync latch [flags] NAME set N | countdown | count [--json] | await [-w DURATION | -n] [-E STATUS]
 
 A countdown latch (Redisson's getCountDownLatch): processes wait until others have counted it down
 to zero. A latch that was never set, or reached zero, has count 0 and lets every await through.
 
   set N       arm the latch with count N, if its count is 0; exit 1 if it is still counting down
   countdown   lower the count by one; at zero, every waiter on every machine goes on
-  count       print the count
-  await       wait until the count is 0; with --wait, exit 75 if it is not 0 by then
+  count       print the count (--json: as JSON)
+  await       wait until the count is 0; with --wait (-w), exit 75 if it is not 0 by then (-E
+              chooses another status: -E 0 goes on quietly); -n only checks
+Flags go anywhere: before NAME, or after the operation.
 `
 
 const latchFooter = `
-Exit status: 0; 1 when set finds the latch still counting down; 75 when await's --wait passes;
-64 for bad arguments; 65 when NAME holds something that is not a latch (nothing is changed);
+Exit status: 0; 1 when set finds the latch still counting down; 75 (or -E's) when await's --wait
+passes; 64 for bad arguments; 65 when NAME holds something that is not a latch (nothing is changed);
 69 when Redis is unreachable or failing; 77 when Redis refuses (NOPERM).
 
 Examples:
@@ -40,8 +42,9 @@ Examples:
 // cmdLatch sets, counts down, reads or awaits a countdown latch.
 func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("latch", latchHeader, latchFooter, stdout, stderr)
-	var wait waitFlag
-	cmd.fs.Var(&wait, "wait", "await: give up with status 75 after `DURATION` (default: wait as long as it takes)")
+	var w waitFlags
+	w.register(cmd, "open (await)")
+	asJSON := cmd.fs.Bool("json", false, "count: print {\"name\": NAME, \"count\": N}")
 	var conn connFlags
 	conn.register(cmd.fs)
 	pos, _, _, code := cmd.parse(args, 0)
@@ -66,8 +69,11 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	case len(rest) > 0:
 		return cmd.usageError("%s takes no argument, got %q", verb, rest[0])
 	}
-	if wait.set && verb != "await" {
-		return cmd.usageError("--wait goes with await only")
+	if verb != "await" && w.given(cmd) {
+		return cmd.usageError("--wait, -n and -E go with await only")
+	}
+	if code := w.check(cmd); code >= 0 {
+		return code
 	}
 	if name == "" {
 		return cmd.usageError("empty NAME")
@@ -77,7 +83,6 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	}
 
 	start := time.Now()
-	w := waitFlags{wait: wait}
 	c, code := conn.connect(cmd, w.budget())
 	if code >= 0 {
 		return code
@@ -106,7 +111,7 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		}
 		if !ok {
 			count, _ := l.Count(ctx)
-			fmt.Fprintf(stderr, "redisync latch: %q is still counting down (count %d); not set\n", name, count)
+			cmd.say("%q is still counting down (count %d); not set", name, count)
 			return exitFailure
 		}
 	case "countdown":
@@ -118,16 +123,21 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Fprintln(stdout, count)
+		if *asJSON {
+			printJSON(stdout, struct {
+				Name  string `json:"name"`
+				Count int64  `json:"count"`
+			}{name, count})
+		} else {
+			fmt.Fprintln(stdout, count)
+		}
 	case "await":
-		if !wait.set {
+		if !w.wait.set {
 			err = l.Await(ctx)
 		} else {
-			var open bool
-			if open, err = l.TryAwait(ctx, max(0, wait.d-time.Since(start))); err == nil && !open {
+			if err = l.TryAwait(ctx, max(0, w.wait.d-time.Since(start))); errors.Is(err, redisync.ErrNotAcquired) {
 				count, _ := l.Count(ctx)
-				fmt.Fprintf(stderr, "redisync latch: %q still at count %d after %v\n", name, count, wait.d)
-				return exitNotAcquired
+				return w.notAcquired(cmd, "%q still at count %d after %v", name, count, w.wait.d)
 			}
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -35,6 +36,8 @@ An object is recognised by its layout, not by its name:
   read-write lock  such a hash with a "mode" field of "read" or "write" (writer fields end in ":write")
   fair lock        a lock with its queue (redisson_lock_queue:{NAME}, a list) or timeouts
                    (redisson_lock_timeout:{NAME}, a sorted set); listed from its queue even while free
+  group lock       a hash of a group's values (multilock.Group): "<value>" = its owner, with the fields
+                   "<value>:<owner>:expire_time" and "<value>:<owner>:lock_count"
   rate limiter     a hash with Redisson's "rate", "interval" and "type" fields
   permit-expirable semaphore
                    a sorted set {NAME}:timeout of permit ids (16 bytes) beside an absent or numeric NAME
@@ -45,10 +48,14 @@ A semaphore or a latch that nobody waits for is a bare number, which cannot be t
 application's counter: it is left out ('redisync inspect NAME' reads it). So are free locks, which
 Redis does not store, and every key of another layout.
 
-HOLDERS counts a lock's owners, or a permit-expirable semaphore's acquired permits. WAITERS counts
-what Redis records of waiters: a lock's waiter records (redisync waiters; they lapse by themselves),
-a fair lock's queue, a read-write lock's announced writers, a semaphore's waiter records; "-" where
-Redis records none. TTL is the main key's ("-" when it has no expiry or does not exist).
+HOLDERS counts a lock's owners (a group lock's: those whose lease has not ended, among the few
+hundred values read of a larger group, which DETAIL then says), or a permit-expirable semaphore's
+acquired permits. WAITERS counts the live waiters Redis records: a
+lock's waiter records (redisync waiters) whose time is ahead, not the marks of hand-overs, the
+records of waiters that have gone, or the holders', a fair lock's queue before its deadlines, a
+read-write lock's announced writers, a semaphore's waiter records; "-" where Redis records none (a
+group lock's waiters are only subscribers). TTL is the main key's ("-" when it has no expiry or
+does not exist).
 `
 
 const listFooter = `
@@ -176,7 +183,8 @@ func newLister(ctx context.Context, rdb rueidis.Client, prefix, pattern string, 
 
 // list finds the objects, sorted by name.
 func (l *lister) list() ([]listed, error) {
-	l.now = serverTime(l.r.multi(l.r.rdb.B().Time().Build())[0])
+	l.r.nowUs = serverMicros(l.r.multi(l.r.rdb.B().Time().Build())[0])
+	l.now = l.r.nowUs / 1000
 	if l.r.err != nil {
 		return nil, l.r.err
 	}
@@ -363,7 +371,7 @@ func (l *lister) hashes(node rueidis.Client, keys []string) error {
 				return err
 			}
 			fields := pairs(page.Elements)
-			if _, _, _, rate := rateFields(fields); !rate && !ownerFields(fields) {
+			if _, _, _, rate := rateFields(fields); !rate && !ownerFields(fields) && !groupFields(fields) {
 				continue
 			}
 			if o := l.object(chunk[i]); o != nil {
@@ -455,11 +463,16 @@ func (l *lister) channels(node rueidis.Client) error {
 
 // row is the reads of one object's row: the index of each read's result, -1 for none.
 type row struct {
-	name                                  string
-	o                                     *object
-	ttl, size, queue, records, owed, java int
-	writers, value, permits, expired, ids int
+	name                                string
+	o                                   *object
+	ttl, size, queue, records, live     int
+	marks, writers, value, permits, ids int
+	expired, group                      int
 }
+
+// listedRecords is how many of a lock's live waiter records list reads to leave out those that are
+// no waiter (a Java waiters' turn, a holder's): there are two of those at most, usually.
+const listedRecords = 8
 
 // read reads what the rows of the objects called names show, in one round trip (a rate limiter's
 // window takes one more), and leaves out those that are no primitive after all.
@@ -469,20 +482,34 @@ func (l *lister) read(names []string) ([]listed, error) {
 	rows := make([]row, len(names))
 	for i, name := range names {
 		o := l.objects[name]
-		w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1,
-			owed: -1, java: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1}
+		w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1, live: -1,
+			marks: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1, group: -1}
 		side := func(prefix string) string { return r.names.Prefixed(prefix, name) }
-		if o.more {
+		_, _, _, rate := rateFields(o.fields)
+		group := o.fields != nil && !rate && groupFields(o.fields)
+		_, rw := o.fields["mode"]
+		switch {
+		case group && o.more:
+			// A group has three fields a value: read those of a few hundred values.
+			w.group = q.add(rdb.B().Hscan().Key(name).Cursor(0).Count(maxGroupFields).Build())
+			w.size = q.add(rdb.B().Hlen().Key(name).Build())
+		case o.more:
 			w.size = q.add(rdb.B().Hlen().Key(name).Build())
 		}
-		if o.side&sideQueue != 0 {
+		if o.side&(sideQueue|sideFairTimeout) != 0 {
 			w.queue = q.add(rdb.B().Llen().Key(side("redisson_lock_queue")).Build())
+			w.live = q.add(rdb.B().Zcount().Key(side("redisson_lock_timeout")).Min("(" + now).Max("+inf").Build())
 		}
-		if o.fields != nil && o.side&sideLockWaiters != 0 {
-			key := side("redisync_lock_waiters")
-			w.records = q.add(rdb.B().Zcard().Key(key).Build())
-			w.owed = q.add(rdb.B().Zscore().Key(key).Member("~owed").Build())
-			w.java = q.add(rdb.B().Zscore().Key(key).Member("~java").Build())
+		if o.fields != nil && !rate && !group && !rw {
+			if o.side&sideLockWaiters != 0 {
+				key := side("redisync_lock_waiters")
+				w.records = q.add(rdb.B().Zcount().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Build())
+				w.ids = q.add(rdb.B().Zrangebyscore().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Limit(0, listedRecords).Build())
+			}
+			if o.side&(sideQueue|sideFairTimeout) == 0 {
+				// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
+				w.marks = q.add(rdb.B().Hmget().Key(side("redisync_fair_waiters")).Field(sortedKeys(o.fields)...).Build())
+			}
 		}
 		if o.fields != nil && o.side&sideWriters != 0 {
 			w.writers = q.add(rdb.B().Zcount().Key(side("redisync_rwlock_writers")).Min("(" + now).Max("+inf").Build())
@@ -490,7 +517,7 @@ func (l *lister) read(names []string) ([]listed, error) {
 		if o.fields == nil {
 			w.value = q.add(getNumber(rdb, name))
 			if o.side&sideSemWaiters != 0 {
-				w.records = q.add(rdb.B().Zcard().Key(side("redisync_semaphore_waiters")).Build())
+				w.records = q.add(rdb.B().Zcount().Key(side("redisync_semaphore_waiters")).Min(liveFrom(r.nowUs)).Max("+inf").Build())
 			}
 			if o.side&sideExpirable != 0 {
 				key := r.names.Suffixed(name, "timeout")
@@ -514,6 +541,9 @@ func (l *lister) read(names []string) ([]listed, error) {
 	return out, nil
 }
 
+// maxGroupFields is how many fields of a group lock's hash list asks for, beyond its first page.
+const maxGroupFields = 768
+
 // row decides from what was read whether w is one of ours, and summarises it.
 func (l *lister) row(w row, q *batch) (listed, bool) {
 	out := listed{Name: w.name}
@@ -532,6 +562,26 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 			}
 			return out, true
 		}
+		if groupFields(o.fields) {
+			fields, more := o.fields, o.more
+			if w.group >= 0 {
+				if page, err := q.res[w.group].AsScanEntry(); err == nil {
+					fields, more = pairs(page.Elements), page.Cursor != 0
+					maps.Copy(fields, o.fields)
+				}
+			}
+			values, _ := groupHolds(fields, l.now)
+			owners := map[string]bool{}
+			for _, v := range values {
+				owners[v.owner] = true
+			}
+			holders := len(owners)
+			out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%d values held", len(values))
+			if more { // holders and values of those read
+				out.Detail = fmt.Sprintf("at least %d of about %d values held", len(values), q.int(w.size)/3)
+			}
+			return out, true
+		}
 		holders := len(o.fields)
 		if w.size >= 0 {
 			holders = int(q.int(w.size))
@@ -542,13 +592,16 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		case rw:
 			holders--
 			out.Kind, out.Detail, waiters = "read-write lock", "mode "+mode, q.int(w.writers)
-		case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0:
-			out.Kind, waiters = "fair lock", q.int(w.queue)
+		case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0 || fairMarked(q, w.marks):
+			out.Kind, waiters = "fair lock", q.int(w.live)
 		default:
 			out.Kind, waiters = "lock", q.int(w.records)
-			for _, marker := range []int{w.owed, w.java} {
-				if _, ok := q.str(marker); ok {
-					waiters--
+			if w.ids >= 0 {
+				records, _ := q.res[w.ids].AsStrSlice()
+				for _, m := range records {
+					if turnMarker(m) || o.fields[recordOwner(m)] != "" {
+						waiters-- // a Java waiters' turn, or a holder's record: no waiter
+					}
 				}
 			}
 		}
@@ -556,7 +609,7 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		return out, true
 	}
 	if w.queue >= 0 && q.int(w.queue) > 0 { // a fair lock, free for a moment, with waiters in line
-		holders, waiters := 0, q.int(w.queue)
+		holders, waiters := 0, q.int(w.live)
 		out.Kind, out.Holders, out.Waiters = "fair lock", &holders, &waiters
 		return out, true
 	}
@@ -587,6 +640,16 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		return out, false // a bare number: nothing says it is ours
 	}
 	return out, true
+}
+
+// fairMarked reports whether the fair lock records read at i hold a grant's mark: the lock was
+// handed over to its holder.
+func fairMarked(q *batch, i int) bool {
+	if i < 0 {
+		return false
+	}
+	recs, _ := q.res[i].AsStrSlice()
+	return slices.ContainsFunc(recs, fairGrant)
 }
 
 // ownerFields reports whether every field is a lock's owner "<id>:<number>" (a read-write lock's

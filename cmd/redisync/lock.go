@@ -56,7 +56,7 @@ Exit status:
   64              bad flags or arguments
   65              NAME holds data of another kind (WRONGTYPE, not a number); COMMAND did not run
   69              Redis unreachable or failing; COMMAND did not run
-  77              Redis refused: NOPERM (see the README's ACL), wrong user or password
+  77              Redis refused: NOPERM (see docs/cli.md's minimal ACL), wrong user or password
   126, 127        COMMAND cannot be run, or was not found
   128+n           signal n arrived while waiting; COMMAND did not run
 `
@@ -83,8 +83,8 @@ type lockFlags struct {
 	conn     connFlags
 }
 
-func (f *lockFlags) register(cmd *command, leaseUsage string) {
-	f.waitFlags.register(cmd)
+func (f *lockFlags) register(cmd *command, what, leaseUsage string) {
+	f.waitFlags.register(cmd, what)
 	f.lease = durationFlag(cmd.fs, "lease", 0, leaseUsage)
 	f.grace = durationFlag(cmd.fs, "grace", 10*time.Second, "once the lock or permit is lost, give COMMAND `DURATION` between SIGTERM and SIGKILL")
 	f.watchdog = durationFlag(cmd.fs, "watchdog", 30*time.Second, "without --lease: the TTL, `DURATION`, renewed every third of it while COMMAND runs;\nif the tool dies, others wait at most this long")
@@ -122,13 +122,9 @@ func heldArgs(cmd *command, pos, tail []string, f *waitFlags) (name string, argv
 		return "", nil, cmd.usageError("missing COMMAND")
 	case pos[0] == "":
 		return "", nil, cmd.usageError("empty NAME")
-	case f.conflict < 0 || f.conflict > 255:
-		return "", nil, cmd.usageError("-E %d: a status is from 0 to 255", f.conflict)
-	case f.nowait && f.wait.set && f.wait.d != 0:
-		return "", nil, cmd.usageError("-n and --wait %v exclude each other", f.wait.d)
 	}
-	if f.nowait {
-		f.wait = waitFlag{set: true}
+	if code := f.check(cmd); code >= 0 {
+		return "", nil, code
 	}
 	if err := checkName(pos[0]); err != nil {
 		return "", nil, cmd.usageError("%v", err)
@@ -144,7 +140,7 @@ func heldArgs(cmd *command, pos, tail []string, f *waitFlags) (name string, argv
 func cmdLock(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("lock", lockHeader, lockFooter, stdout, stderr)
 	var f lockFlags
-	f.register(cmd, "hold the lock for at most `DURATION`, without renewal; COMMAND is stopped when it ends (default: renewed while COMMAND runs)")
+	f.register(cmd, "acquired", "hold the lock for at most `DURATION`, without renewal; COMMAND is stopped when it ends (default: renewed while COMMAND runs)")
 	fair := cmd.fs.Bool("fair", false, "a fair lock (Redisson's getFairLock): waiters get it in the order they came")
 	read := cmd.fs.Bool("read", false, "the read side of the read-write lock NAME (Redisson's getReadWriteLock): readers share it")
 	write := cmd.fs.Bool("write", false, "the write side of the read-write lock NAME: one writer, and no reader")
@@ -220,7 +216,7 @@ func (f *lockFlags) options(start time.Time) heldOptions {
 	if ttl == 0 {
 		ttl = *f.watchdog
 	}
-	return heldOptions{wait: f.wait.bound(), start: start, grace: *f.grace, ttl: ttl, notAcquired: f.conflict, recordCommand: f.record}
+	return heldOptions{wait: f.wait.bound(), start: start, grace: *f.grace, ttl: ttl, waits: &f.waitFlags, recordCommand: f.record}
 }
 
 // checkLockKey returns exitDataErr, with a message naming the key's type but never its content,

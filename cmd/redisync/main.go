@@ -7,8 +7,10 @@
 //	redisync semaphore [flags] --permits N NAME -- COMMAND [ARGS...]
 //	redisync latch NAME set N | countdown | count | await [--wait DURATION]
 //	redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
-//	redisync inspect [--json] NAME
+//	redisync inspect [--json] [--watch] NAME
 //	redisync list [--json] [PATTERN]
+//	redisync unlock --force NAME
+//	redisync completion bash|zsh
 //
 // Every subcommand takes --help. The locks and permits it takes keep Redisson's layout in Redis, so a
 // shell script and a Java service can exclude each other on the same name.
@@ -47,15 +49,23 @@ Usage:
   redisync semaphore [flags] --permits N NAME -- COMMAND   run COMMAND holding one of N permits
   redisync latch NAME set N | countdown | count | await    a countdown latch
   redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND  run COMMAND once a rate limiter allows it
-  redisync inspect [--json] NAME                           what Redis holds under NAME, read-only
+  redisync semaphore --update --permits N NAME             change the permits of a semaphore in place
+  redisync rate --update --rate N/INTERVAL NAME            change the rate of a rate limiter in place
+  redisync inspect [--json] [--watch] NAME                 what Redis holds under NAME, read-only
   redisync list [--json] [PATTERN]                         the locks, semaphores, ... in Redis (SCAN)
+  redisync unlock --force NAME                             break a lock whoever holds it (asks on a terminal)
+  redisync completion bash|zsh                             a shell completion script
+  redisync version [--json]
 
 Connection (every subcommand, before or after its name): --addr host:port[,host:port...] (several = cluster),
 --sentinel MASTER (then --addr lists the sentinels); default $REDISYNC_ADDR, else 127.0.0.1:6379.
 Or --url redis://USER@HOST:PORT/DB, rediss:// for TLS ($REDISYNC_URL). --user USER; the password
 from $REDISYNC_PASSWORD or --password-file, never from argv; --tls, --cacert, --cert, --key; --db N.
 
-Flags take one dash or two. Run 'redisync COMMAND --help' for the flags and exit statuses of each.
+Every subcommand takes -q (--quiet: nothing on stderr but errors), -v (--verbose: the library's log
+records too, as lines "redisync SUBCOMMAND: library: ..."), and --json where it prints a value.
+Flags take one dash or two. Run 'redisync SUBCOMMAND --help' for the flags and exit statuses of
+each; docs/cli.md describes them all.
 `
 
 func main() {
@@ -93,8 +103,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdList(rest, stdout, stderr)
 	case "rate":
 		return cmdRate(rest, stdout, stderr)
+	case "unlock":
+		return cmdUnlock(rest, stdout, stderr)
+	case "completion":
+		return cmdCompletion(rest, stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, "redisync", version())
+		switch {
+		case len(args) == 2 && strings.TrimLeft(args[1], "-") == "json":
+			printJSON(stdout, struct {
+				Version string `json:"version"`
+			}{version()})
+		case len(args) > 1:
+			fmt.Fprintf(stderr, "redisync version: unexpected argument %q (it takes --json)\n", args[1])
+			return exitUsage
+		default:
+			fmt.Fprintln(stdout, "redisync", version())
+		}
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
@@ -120,11 +144,13 @@ func leadingFlags(args []string, stdout, stderr io.Writer) (lead, rest []string,
 	fs.Usage = func() {}
 	var conn connFlags
 	conn.register(fs)
+	var out outFlags
+	out.register(fs)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
 		return nil, nil, exitOK
 	} else if err != nil {
-		fmt.Fprintf(stderr, "Before the subcommand, only connection flags go (see 'redisync --help').\n")
+		fmt.Fprintf(stderr, "Before the subcommand, only connection flags, -q and -v go (see 'redisync --help').\n")
 		return nil, nil, exitUsage
 	}
 	rest = fs.Args()

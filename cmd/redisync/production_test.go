@@ -232,8 +232,10 @@ func TestExitCodes(t *testing.T) {
 		{"rate", "--rate", "1/s", "NAME", "--", "true"},
 		{"latch", "NAME", "countdown"},
 		{"latch", "NAME", "await", "--wait", "1s"},
+		{"semaphore", "--update", "--add-permits", "1", "NAME"},
 		{"inspect", "NAME"},
 		{"list", "NAME"},
+		{"unlock", "--force", "NAME"},
 		{"demo", "--addr", "ADDR", "--buyers", "2", "--stock", "1", "--clients", "1"},
 	}
 	for _, tc := range []struct {
@@ -333,8 +335,16 @@ func boundedCommand(args []string) bool {
 	small := func(s string) bool { n, err := strconv.Atoi(s); return err == nil && n <= 1000 }
 	switch strings.ToUpper(args[0]) {
 	case "PING", "HELLO", "TIME", "CLUSTER", "TYPE", "PTTL", "TTL", "EXISTS", "LLEN", "HLEN", "ZCARD",
-		"SCARD", "STRLEN", "GET", "GETRANGE", "HGET", "HMGET", "ZSCORE", "PUBSUB", "CONFIG", "SLOWLOG", "INFO":
+		"SCARD", "STRLEN", "GET", "GETRANGE", "HGET", "HMGET", "ZSCORE", "PUBSUB", "CONFIG", "SLOWLOG", "INFO",
+		"ZCOUNT": // O(log N)
 		return true
+	case "ZRANGEBYSCORE": // O(log N) and the entries asked for
+		for i := 1; i+2 < len(args); i++ {
+			if strings.EqualFold(args[i], "LIMIT") {
+				return small(args[i+2])
+			}
+		}
+		return false
 	case "SCAN", "HSCAN", "SSCAN", "ZSCAN":
 		for i := 1; i+1 < len(args); i++ {
 			if strings.EqualFold(args[i], "COUNT") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,13 +15,14 @@ import (
 )
 
 const rateHeader = `Usage: redisync rate [flags] --rate N/INTERVAL NAME -- COMMAND [ARGS...]
-       redisync rate --update --rate N/INTERVAL [--keep-alive DURATION] NAME
+       redisync rate --update --rate N/INTERVAL [--keep-alive DURATION] [--json] NAME
 
 Takes one permit of the rate limiter NAME, waiting until the limiter has one, then runs COMMAND: of
 all the processes that run 'redisync rate NAME' against the same Redis, at most N start their
 COMMAND in any INTERVAL (a sliding window, kept by the Redis server's clock). The limiter is
 Redisson's RRateLimiter (getRateLimiter("NAME")), so Java services draw from the same rate. --rate
-sets the rate when the limiter has none; an existing one keeps its own.
+sets the rate when the limiter has none; an existing one keeps its own, and the tool says so when
+that is not N/INTERVAL (--update changes it).
 
 The permit is not held: COMMAND runs as long as it takes, and how many run at once is not bounded
 (combine with 'redisync semaphore' for that). Signals and process group are those of 'redisync lock'.
@@ -46,7 +46,7 @@ Exit status:
   64              bad flags or arguments
   65              NAME holds data of another kind (not a rate limiter); COMMAND did not run
   69              Redis unreachable or failing; COMMAND did not run
-  77              Redis refused: NOPERM (see the README's ACL), wrong user or password
+  77              Redis refused: NOPERM (see docs/cli.md's minimal ACL), wrong user or password
   126, 127        COMMAND cannot be run, or was not found
   128+n           signal n arrived while waiting; COMMAND did not run
 
@@ -97,8 +97,9 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	var w waitFlags
 	var conn connFlags
 	cmd.fs.Var(&rate, "rate", "`N/INTERVAL`: N permits per INTERVAL, set when the limiter has no rate yet; with --update, its new rate (required)")
-	w.register(cmd)
+	w.register(cmd, "granted a permit")
 	keepAlive := durationFlag(cmd.fs, "keep-alive", 0, "with a new limiter, or --update: it leaves Redis after `DURATION` without use, at least INTERVAL (default: it stays;\nwith --update, it keeps its own)")
+	asJSON := cmd.fs.Bool("json", false, "with --update: print {\"name\", \"type\", \"rate\", \"interval_ms\", \"keep_alive_ms\", \"available\"}")
 	update := cmd.fs.Bool("update", false, "change the rate of the existing limiter NAME to --rate in place, keeping the grants in its window;\nno COMMAND")
 	conn.register(cmd.fs)
 	pos, tail, hasTail, code := cmd.parse(args, 1)
@@ -113,7 +114,10 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 			}
 			pos = append(pos, more...)
 		}
-		return rateUpdate(cmd, &conn, pos, hasTail || len(tail) > 0, rate, *keepAlive)
+		return rateUpdate(cmd, &conn, pos, hasTail || len(tail) > 0, rate, *keepAlive, *asJSON)
+	}
+	if *asJSON {
+		return cmd.usageError("--json goes with --update: a run prints nothing of its own")
 	}
 	name, argv, code := heldArgs(cmd, pos, tail, &w)
 	switch {
@@ -136,7 +140,14 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := ratelimit.Config{Rate: rate.n, Interval: rate.interval, KeepAlive: *keepAlive}
 	ctx, cancel := w.before(start)
-	_, err = l.TrySetRate(ctx, cfg)
+	set, err := l.TrySetRate(ctx, cfg)
+	if err == nil && !set {
+		// An existing limiter keeps its rate: say so when it is not the one asked for.
+		if cur, err := l.Config(ctx); err == nil && (cur.Rate != rate.n || cur.Interval != rate.interval) {
+			cmd.say("%q has a rate of %d per %v, not the %v of --rate, which sets it only when the limiter has none ('redisync rate --update --rate %v %s' changes it)",
+				name, cur.Rate, cur.Interval, &rate, &rate, name)
+		}
+	}
 	cancel()
 	switch {
 	case errors.Is(err, redisync.ErrInvalidArgument):
@@ -151,16 +162,15 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 		return context.Background(), l.TryAcquire(ctx, 1, wait)
 	}
 	h := holder{what: "permit", name: name, acquire: take, release: func(context.Context) error { return nil }}
-	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, notAcquired: w.conflict}
+	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, waits: &w}
 	return runHeld(cmd, c, h, o, argv)
 }
 
 // rateUpdate changes the rate of the limiter pos[0] in place (--update), keeping its window, its
 // type and, without --keep-alive, its keep-alive. An Overall limiter keeps its window (KeepState); a
 // PerClient one is updated without, so that the tool, which has no window of its own, makes none.
-func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration) int {
-	set := map[string]bool{}
-	cmd.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration, asJSON bool) int {
+	set := visited(cmd)
 	switch {
 	case command:
 		return cmd.usageError("--update runs no COMMAND")
@@ -172,7 +182,7 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 		return cmd.usageError("empty NAME")
 	case rate.n == 0:
 		return cmd.usageError("--rate is required")
-	case set["wait"] || set["w"] || set["n"] || set["nonblock"] || set["E"] || set["conflict-exit-code"]:
+	case (&waitFlags{}).given(cmd):
 		return cmd.usageError("--wait, -n and -E go with acquiring a permit, not with --update")
 	case set["keep-alive"] && keepAlive != 0 && keepAlive < rate.interval:
 		return cmd.usageError("--keep-alive %v is shorter than the interval %v", keepAlive, rate.interval)
@@ -195,7 +205,7 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	ctx, cancel := w.before(start)
 	defer cancel()
 	unset := func() int {
-		fmt.Fprintf(cmd.stderr, "redisync rate: %q has no rate; nothing was changed (a run with --rate and COMMAND sets one)\n", name)
+		cmd.say("%q has no rate; nothing was changed (a run with --rate and COMMAND sets one)", name)
 		return exitFailure
 	}
 	cur, err := l.Config(ctx)
@@ -222,11 +232,26 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	case !ok:
 		return unset()
 	}
-	fmt.Fprintf(cmd.stdout, "%s: %d per %v (%s)", name, cfg.Rate, cfg.Interval, cfg.Type)
+	var left *int64
 	if cfg.Type == ratelimit.Overall {
 		if n, err := l.Available(ctx); err == nil {
-			fmt.Fprintf(cmd.stdout, ", %d permits left", n)
+			left = &n
 		}
+	}
+	if asJSON {
+		printJSON(cmd.stdout, struct {
+			Name        string `json:"name"`
+			Type        string `json:"type"`
+			Rate        int64  `json:"rate"`
+			IntervalMs  int64  `json:"interval_ms"`
+			KeepAliveMs int64  `json:"keep_alive_ms,omitempty"`
+			Available   *int64 `json:"available,omitempty"` // an overall limiter's permits left
+		}{name, cfg.Type.String(), cfg.Rate, cfg.Interval.Milliseconds(), cfg.KeepAlive.Milliseconds(), left})
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "%s: %d per %v (%s)", name, cfg.Rate, cfg.Interval, cfg.Type)
+	if left != nil {
+		fmt.Fprintf(cmd.stdout, ", %d permits left", *left)
 	}
 	fmt.Fprintln(cmd.stdout)
 	return exitOK

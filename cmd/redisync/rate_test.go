@@ -30,8 +30,13 @@ func TestRate(t *testing.T) {
 				t.Fatalf("%q over the rate: %v", wait, p)
 			}
 		}
-		if p := tool(t, addrs, "rate", "--rate", "2/h", "-n", "-E", "0", name, "--", "sh", "-c", "echo ran"); p.run() != 0 || p.stdout.Len() != 0 {
+		if p := tool(t, addrs, "rate", "--rate", "2/h", "-n", "-E", "0", name, "--", "sh", "-c", "echo ran"); p.run() != 0 || p.stdout.Len() != 0 || p.stderr.Len() != 0 {
 			t.Fatalf("-E 0 over the rate: %v", p)
+		}
+		// Another --rate than the limiter's is no change: the tool says so.
+		if p := tool(t, addrs, "rate", "--rate", "5/h", "-n", "-E", "0", name, "--", "true"); p.run() != 0 ||
+			!strings.Contains(p.stderr.String(), "has a rate of 2 per 1h0m0s, not the 5/1h0m0s of --rate") {
+			t.Fatalf("another --rate: %v", p)
 		}
 		st, text := inspectJSON(t, tg, name)
 		rs := st.RateLimiter

@@ -30,6 +30,7 @@ type reader struct {
 	ctx   context.Context
 	rdb   rueidis.Client
 	names core.Names
+	nowUs int64 // the server's clock, in microseconds, when the reading started
 	err   error
 }
 
@@ -115,15 +116,15 @@ func firstOf(rdb rueidis.Client, key string, n int) rueidis.Completed {
 	return rdb.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(n - 1)).Withscores().Build()
 }
 
-// serverTime reads TIME's answer in milliseconds; the local clock when it has none.
-func serverTime(res rueidis.RedisResult) int64 {
+// serverMicros reads TIME's answer in microseconds; the local clock when it has none.
+func serverMicros(res rueidis.RedisResult) int64 {
 	t, err := res.AsStrSlice()
 	if err != nil || len(t) != 2 {
-		return time.Now().UnixMilli()
+		return time.Now().UnixMicro()
 	}
 	s, _ := strconv.ParseInt(t[0], 10, 64)
 	us, _ := strconv.ParseInt(t[1], 10, 64)
-	return s*1000 + us/1000
+	return s*1_000_000 + us
 }
 
 // subscribers counts the subscribers of each channel on every node (classic and sharded Pub/Sub),

@@ -19,7 +19,7 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
-// readmeACL is the README's minimal ACL for names that start with "app:" (keep the two equal).
+// readmeACL is docs/cli.md's minimal ACL for names that start with "app:" (keep the two equal).
 const readmeACL = `on >PASSWORD resetkeys resetchannels ~app:* ~{app:* ~redisson_*app:* ~redisync_*app:* &redisson_*app:* &redisync_*app:* -@all +hello +auth +ping +select +cluster|slots +cluster|shards +info +wait +evalsha +eval +script|load +publish +spublish +subscribe +ssubscribe +unsubscribe +sunsubscribe +pubsub|numsub +pubsub|shardnumsub +time +type +get +exists +pttl +hgetall +lrange +zrange +strlen +hlen +llen +scard +zcard +xlen +hset +hdel +pexpire +decr +decrby +del +hexists +hget +hincrby +incr +incrby +lindex +lpop +lpos +lrem +rpush +set +zadd +zincrby +zrem +zremrangebyscore +zscore +persist +hmget +hsetnx +zrangebyscore +scan +hscan +getrange +zcount +pubsub|channels +pubsub|shardchannels`
 
 // secureServer is a redis-server with TLS and an ACL user, as production runs it.
@@ -32,7 +32,7 @@ type secureServer struct {
 }
 
 // startSecure starts a server whose TLS port requires client certificates from the test's own CA
-// and knows the user "app" with the README's ACL. The plain port stays open to the test only (the
+// and knows the user "app" with docs/cli.md's ACL. The plain port stays open to the test only (the
 // default user), to check what the tool did.
 func startSecure(t *testing.T) *secureServer {
 	t.Helper()
@@ -117,7 +117,7 @@ func (s *secureServer) tlsFlags() []string {
 	return []string{"--addr", s.tlsAddr, "--tls", "--cacert", s.ca, "--cert", s.cert, "--key", s.key, "--user", s.user}
 }
 
-// TestSecureServer: every subcommand on a TLS server as an ACL user with the README's minimal ACL,
+// TestSecureServer: every subcommand on a TLS server as an ACL user with docs/cli.md's minimal ACL,
 // the password from the environment or a file or the URL's, never in any message.
 func TestSecureServer(t *testing.T) {
 	t.Parallel()
@@ -131,6 +131,8 @@ func TestSecureServer(t *testing.T) {
 		append(append([]string{"lock", "--write"}, tlsFlags...), "app:rw", "--", "true"),
 		append(append([]string{"lock", "--fencing"}, tlsFlags...), "app:fenced", "--", "true"),
 		append(append([]string{"semaphore", "--permits", "2"}, tlsFlags...), "app:sem", "--", "true"),
+		append(append([]string{"semaphore", "--update", "--add-permits", "1"}, tlsFlags...), "app:sem"),
+		append(append([]string{"unlock", "--force"}, tlsFlags...), "app:job"),
 		append(append([]string{"latch"}, tlsFlags...), "app:latch", "set", "1"),
 		append(append([]string{"latch"}, tlsFlags...), "app:latch", "countdown"),
 		append(append([]string{"latch", "--wait", "5s"}, tlsFlags...), "app:latch", "await"),
@@ -150,6 +152,16 @@ func TestSecureServer(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Error("COMMAND did not run")
+	}
+	// A held lock broken by an operator: the forced release's script too runs as this user.
+	holder := s.tool(t, pw, append(append([]string{"lock", "--watchdog", "3s"}, tlsFlags...), "app:held", "--", "sleep", "60")...).start()
+	waitFor(t, 20*time.Second, "the lock held", func() bool { out, _ := s.Do("EXISTS", "app:held"); return strings.TrimSpace(out) == "1" })
+	if p := s.tool(t, pw, append(append([]string{"unlock", "--force", "--yes"}, tlsFlags...), "app:held")...); p.run() != 0 ||
+		!strings.Contains(p.stdout.String(), "app:held: was held by") {
+		t.Errorf("%v", p)
+	}
+	if code := holder.wait(30 * time.Second); code != exitLost {
+		t.Errorf("the holder of a broken lock: %v", holder)
 	}
 	// The password from a file, the user and TLS from a URL in the environment.
 	p := s.tool(t, []string{urlEnv + "=rediss://" + s.user + "@" + s.tlsAddr + "/0"},

@@ -3,44 +3,97 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/semaphore"
 )
 
 const semaphoreHeader = `Usage: redisync semaphore [flags] --permits N NAME -- COMMAND [ARGS...]
+       redisync semaphore --update --permits N | --add-permits N [--json] NAME
 
 Runs COMMAND while holding one permit of the semaphore NAME, which has N permits: at most N
 processes run their COMMAND at once, on every machine that uses the same Redis. --permits sets the
-number of permits when the semaphore does not exist yet; an existing one keeps its own.
+number of permits when the semaphore does not exist yet; an existing one keeps its own, and the
+tool says so when that is not N (--update changes it).
 
 The permit is one of Redisson's permit-expirable semaphore (getPermitExpirableSemaphore), so a
 process that dies cannot keep it: with --lease the permit expires at the end of the lease, and
 COMMAND is stopped if it still runs; without it, the permit's lease is --watchdog, renewed while
 COMMAND runs, and a killed tool's permit comes back within it.
 
+With --update, nothing runs: --permits N makes N the number of permits in all, for every process
+that uses NAME (Redisson's setPermits); the permits acquired stay acquired, so the available ones
+become N minus them, below zero until enough are released. --add-permits N adds N (a negative N
+removes them; Redisson's addPermits). Waiters are woken when the count allows. A NAME without
+permits set is left unset (status 1). It prints the permits in all, available and acquired.
+
 Signals, process group and exit statuses are those of 'redisync lock'.
 Flags go before NAME, or anywhere before "--".
 `
 
-const semaphoreFooter = heldExitStatus + `
+const semaphoreFooter = heldExitStatus + `  0, 1            --update: the permits were changed; NAME has no permits set (nothing was changed)
+
 Examples:
   redisync semaphore --permits 3 transcode -- ffmpeg -i in.mov out.mp4
   redisync semaphore --permits 10 --wait 5m --lease 1h api-quota -- ./sync.sh
+  redisync semaphore --update --permits 5 transcode        # 5 at once from now on
+  redisync semaphore --update --add-permits -1 transcode   # one fewer
 `
 
-// cmdSemaphore runs COMMAND holding one permit of a semaphore.
+// cmdSemaphore runs COMMAND holding one permit of a semaphore, or changes its permits (--update).
 func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("semaphore", semaphoreHeader, semaphoreFooter, stdout, stderr)
 	var f lockFlags
-	f.register(cmd, "the permit expires after `DURATION` and COMMAND is stopped (default: renewed while COMMAND runs)")
-	permits := cmd.fs.Int64("permits", 0, "`N` permits in all, set when the semaphore does not exist yet (required)")
-	name, argv, code := f.parseHeld(cmd, args)
+	f.register(cmd, "acquired", "the permit expires after `DURATION` and COMMAND is stopped (default: renewed while COMMAND runs)")
+	permits := cmd.fs.Int64("permits", 0, "`N` permits in all, set when the semaphore does not exist yet (required); with --update, its new number")
+	add := cmd.fs.Int64("add-permits", 0, "with --update: add `N` permits (negative: remove them)")
+	update := cmd.fs.Bool("update", false, "change the permits of the existing semaphore NAME in place (--permits or --add-permits); no COMMAND")
+	asJSON := cmd.fs.Bool("json", false, "with --update: print {\"name\", \"permits\", \"available\", \"acquired\"}")
+	pos, tail, hasTail, code := cmd.parse(args, 1)
 	if code >= 0 {
 		return code
+	}
+	set := visited(cmd)
+	if *update {
+		if !hasTail && len(tail) > 0 { // flags after NAME
+			var more []string
+			if more, tail, hasTail, code = cmd.parse(tail, 0); code >= 0 {
+				return code
+			}
+			pos = append(pos, more...)
+			set = visited(cmd)
+		}
+		switch {
+		case hasTail || len(tail) > 0:
+			return cmd.usageError("--update runs no COMMAND")
+		case set["permits"] == set["add-permits"]:
+			return cmd.usageError("--update takes --permits N or --add-permits N")
+		case set["add-permits"] && *add == 0:
+			return cmd.usageError("--add-permits 0 changes nothing")
+		case set["permits"] && *permits < 0:
+			return cmd.usageError("--permits must be at least 0")
+		case f.waitFlags.given(cmd) || set["lease"] || set["grace"] || set["watchdog"] || set["record-command"]:
+			return cmd.usageError("--wait, -n, -E, --lease, --grace, --watchdog and --record-command go with acquiring a permit, not with --update")
+		}
+		return semaphoreUpdate(cmd, &f.conn, pos, set["permits"], *permits, *add, *asJSON)
+	}
+	switch {
+	case set["add-permits"]:
+		return cmd.usageError("--add-permits goes with --update")
+	case *asJSON:
+		return cmd.usageError("--json goes with --update: a run prints nothing of its own")
+	}
+	name, argv, code := heldArgs(cmd, pos, tail, &f.waitFlags)
+	if code >= 0 {
+		return code
+	}
+	if *f.watchdog < 30*time.Millisecond {
+		return cmd.usageError("--watchdog %v is too short: at least 30ms", *f.watchdog)
 	}
 	if *permits < 1 {
 		return cmd.usageError("--permits must be at least 1")
@@ -60,7 +113,15 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("%v", err)
 	}
 	ctx, cancel := f.before(start)
-	_, err = e.TrySetPermits(ctx, *permits)
+	set1, err := e.TrySetPermits(ctx, *permits)
+	if err == nil && !set1 {
+		// An existing semaphore keeps its permits: say so when they are not the ones asked for.
+		var n int64
+		if n, err = e.Permits(ctx); err == nil && n != *permits {
+			cmd.say("%q has %d permits, not the %d of --permits, which sets them only when the semaphore does not exist yet ('redisync semaphore --update --permits %d %s' changes them)",
+				name, n, *permits, *permits, name)
+		}
+	}
 	cancel()
 	if err != nil {
 		return redisError(cmd, err)
@@ -69,6 +130,86 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	h := holder{what: "permit", name: name, acquire: p.acquire, release: p.release,
 		owner: func(context.Context) string { return p.id }}
 	return runHeld(cmd, c, h, f.options(start), argv)
+}
+
+// visited returns the flags of cmd that were given.
+func visited(cmd *command) map[string]bool {
+	set := map[string]bool{}
+	cmd.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// semaphoreUpdate makes n the permits of the semaphore pos[0] (setting), or adds add to them, and
+// prints the permits it has then.
+func semaphoreUpdate(cmd *command, conn *connFlags, pos []string, setting bool, n, add int64, asJSON bool) int {
+	switch {
+	case len(pos) == 0:
+		return cmd.usageError("missing NAME")
+	case len(pos) > 1:
+		return cmd.usageError("unexpected argument %q: --update takes NAME only", pos[1])
+	case pos[0] == "":
+		return cmd.usageError("empty NAME")
+	}
+	name := pos[0]
+	if err := checkName(name); err != nil {
+		return cmd.usageError("%v", err)
+	}
+	c, code := conn.connect(cmd, -1)
+	if code >= 0 {
+		return code
+	}
+	defer c.Close()
+	e, err := semaphore.NewExpirable(c, name)
+	if err != nil {
+		return cmd.usageError("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// NAME must be a semaphore already: an update never creates one, so that a mistyped name
+	// leaves nothing behind.
+	rdb := c.Redis()
+	key, _ := core.Of(c).Name("", name)
+	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), getNumber(rdb, key))
+	typ, err := res[0].ToString()
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	v, verr := res[1].ToString()
+	if _, ok := number(v, verr == nil); typ != "none" && (typ != "string" || !ok) {
+		fmt.Fprintf(cmd.stderr, "redisync semaphore: %q holds a %s that is not a semaphore; nothing changed\n", name, typ)
+		return exitDataErr
+	}
+	if typ == "none" {
+		cmd.say("%q has no permits set; nothing was changed (a run with --permits and COMMAND sets them)", name)
+		return exitFailure
+	}
+	if setting {
+		err = e.SetPermits(ctx, n)
+	} else {
+		err = e.AddPermits(ctx, add)
+	}
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	avail, err := e.Available(ctx)
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	acquired, err := e.Acquired(ctx)
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	if asJSON {
+		printJSON(cmd.stdout, struct {
+			Name      string `json:"name"`
+			Permits   int64  `json:"permits"`
+			Available int64  `json:"available"`
+			Acquired  int64  `json:"acquired"`
+		}{name, avail + acquired, avail, acquired})
+	} else {
+		fmt.Fprintf(cmd.stdout, "%s: %d permits (%d available, %d acquired)\n", name, avail+acquired, avail, acquired)
+	}
+	return exitOK
 }
 
 // permitHold is one permit held while COMMAND runs. Its ctx ends with redisync.ErrLost when the

@@ -11,21 +11,20 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 )
 
 // statusOf is the tool's exit status for an error from Redis or on the way to it, the same in
 // every subcommand: retry loops can tell a server that is down or stalled (69) from data that is
 // not what the command expects (65) and from a user that lacks a permission or a password (77),
-// which no retry will fix.
+// which no retry will fix. The library's errors say which by their sentinel; Redis's own, from the
+// tool's direct reads and from connecting, are read the library's way (core.Refusal) first.
 func statusOf(err error) int {
-	msg := err.Error()
+	err = core.Refusal("", err)
 	switch {
-	case hasCode(err, "NOPERM", "NOAUTH", "WRONGPASS") || strings.Contains(msg, "NOPERM") ||
-		strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH"):
+	case errors.Is(err, redisync.ErrNoPermission):
 		return exitNoPerm
-	case hasCode(err, "WRONGTYPE") || strings.Contains(msg, "WRONGTYPE") ||
-		strings.Contains(msg, "not an integer") || strings.Contains(msg, "not a valid float") ||
-		strings.Contains(msg, "not a number"):
+	case errors.Is(err, redisync.ErrWrongType):
 		return exitDataErr
 	case errors.Is(err, redisync.ErrNotAcquired):
 		return exitNotAcquired

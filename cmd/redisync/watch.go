@@ -14,9 +14,10 @@ import (
 )
 
 // watchInspect is 'inspect --watch': it reads name every interval until interrupted (SIGINT,
-// SIGTERM), and prints the view, with the time, each time holders, queue, mode, counts or the last
-// fencing token change (a hand-over shows as a new holder and a new token). TTLs and deadlines that
-// only count down print nothing new. With asJSON every view is one line of JSON.
+// SIGTERM), and prints the view, with the time, each time holders, waiters, queue, mode, counts or
+// the last fencing token change (a hand-over shows as a new holder and a new token). TTLs, leases,
+// deadlines and expiries that only count down, or that a renewal or a waiter's new try moves on,
+// print nothing new. With asJSON every view is one line of JSON.
 func watchInspect(cmd *command, rdb rueidis.Client, name string, asJSON bool, interval time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -66,16 +67,22 @@ func watch(ctx context.Context, rdb rueidis.Client, name string, asJSON bool, in
 	}
 }
 
-// signature is st without what only counts down: TTLs, deadlines, leases and expiries.
+// signature is st without what only counts down: TTLs, deadlines, leases and expiries. A waiter
+// trying again (its deadline moves on) is no change either; one that comes or goes is.
 func signature(st *state) string {
 	s := *st
 	s.TTLms = nil
 	s.Holders = append([]holderState(nil), st.Holders...)
-	for i := range s.Holders {
+	for i, h := range s.Holders {
 		s.Holders[i].Leases = nil
+		s.Holders[i].Values = append([]groupValue(nil), h.Values...)
+		for j := range s.Holders[i].Values {
+			s.Holders[i].Values[j].ExpiresMs = 0
+		}
 	}
 	s.Queue = stripDeadlines(st.Queue)
 	s.WaitingWriters = stripDeadlines(st.WaitingWriters)
+	s.Waiters = stripDeadlines(st.Waiters)
 	s.Permits = append([]permit(nil), st.Permits...)
 	for i := range s.Permits {
 		s.Permits[i].Expires = 0
@@ -87,7 +94,7 @@ func signature(st *state) string {
 func stripDeadlines(ws []waiter) []waiter {
 	out := make([]waiter, len(ws))
 	for i, w := range ws {
-		out[i] = waiter{Owner: w.Owner}
+		out[i] = waiter{Owner: w.Owner, Permits: w.Permits}
 	}
 	return out
 }

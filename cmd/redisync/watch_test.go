@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -107,4 +108,44 @@ func TestInspectWatchInterrupted(t *testing.T) {
 	if s := p.stdout.String(); strings.Count(s, "watch-none: none") != 1 {
 		t.Fatalf("want the view once, as it never changed:\n%s", s)
 	}
+}
+
+// TestInspectWatchCountdown: a view whose waiters and group values only count down their times is
+// printed once, however many times it is read.
+func TestInspectWatchCountdown(t *testing.T) {
+	t.Parallel()
+	tg := testkit.Own(t)
+	rdb := tg.Redis(t)
+	ctx := context.Background()
+	a, b := tg.Client(t), tg.Client(t)
+	held := must(must(rlock.New(a, "watch-waited")).Lock(ctx))
+	got := testkit.Background(func() (context.Context, error) { return must(rlock.New(b, "watch-waited")).Lock(ctx) })
+	until(t, "the waiter's record", func() bool { return zcard(t, tg, "redisync_lock_waiters:{watch-waited}") == 1 })
+	group := must(multilock.NewGroup(a, "watch-group", []string{"x", "y"}))
+	groupHeld := must(group.Lock(ctx))
+
+	for _, name := range []string{"watch-waited", "watch-group"} {
+		wctx, cancel := context.WithCancel(ctx)
+		var out lockedBuffer
+		done := make(chan error, 1)
+		go func() { done <- watch(wctx, rdb, name, false, minInterval, &out) }()
+		before := tg.Calls(t, "type")
+		testkit.Eventually(t, 20*time.Second, func() error { // ten reads, each a TYPE
+			if n := tg.Calls(t, "type") - before; n < 10 {
+				return fmt.Errorf("%d reads", n)
+			}
+			return nil
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(out.String(), "-- "); n != 1 {
+			t.Errorf("%s: %d views of one state, want 1:\n%s", name, n, out.String())
+		}
+	}
+	check(t, must(rlock.New(a, "watch-waited")).Unlock(held))
+	h := testkit.Await(t, got, "the waiter")
+	check(t, must(rlock.New(b, "watch-waited")).Unlock(h))
+	check(t, group.Unlock(groupHeld))
 }

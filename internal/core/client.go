@@ -190,6 +190,15 @@ func (c *Client) RDB() rueidis.Client { return c.rdb }
 // Notifier returns the client's notifier.
 func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
 
+// Closed returns ErrClosed once Close was called, else nil: what a call that sends nothing (a
+// no-op, such as releasing 0 permits) answers after Close, as every other call does.
+func (c *Client) Closed() error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // closed reports whether Close was called.
 func (c *Client) isClosed() bool {
 	select {

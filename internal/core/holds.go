@@ -62,11 +62,33 @@ type acq struct {
 	cancel    context.CancelCauseFunc
 	watched   bool // kept by the watchdog, not by a fixed lease
 	releasing bool // an Unlock of it is on its way
+	released  atomic.Bool
 	// rid names its release once sent: one that got no answer is sent again, under the same name,
 	// by the next Unlock, so that it releases once whatever the first send did.
-	rid      string
-	released atomic.Bool
-	at       time.Duration // when acquired, since epoch (only while events are observed)
+	rid    string
+	waited bool          // it waited for the object, listening: a release may clear what waits leave
+	at     time.Duration // when acquired, since epoch (only while events are observed)
+	ext    *acqExt       // for a fixed lease, or a ctx taken with one that carries holds
+}
+
+// acqExt is what an acquisition with a fixed lease, or taken through other holds, needs beyond the
+// common case, in an allocation of its own.
+type acqExt struct {
+	lease time.Duration // its fixed lease, which Extend may lengthen
+	// The fixed lease's end as the client reckons it (less Drift), in Unix ns: the ctx's deadline,
+	// when expiry cancels the ctx. Extend moves it on; expired is set once it passed (under h.mu).
+	end     atomic.Int64
+	expiry  *time.Timer
+	expired bool
+	fol     *follower // when the ctx it was taken with carries holds (follow.go)
+}
+
+// lease returns a's fixed lease, or 0 when the watchdog keeps it.
+func (a *acq) lease() time.Duration {
+	if a.ext == nil {
+		return 0
+	}
+	return a.ext.lease
 }
 
 // held is how many acquisitions Redis counts for the hold's owner, as far as this client knows. h.mu
@@ -100,10 +122,12 @@ func acqIn(ctx context.Context, c *Client, id holdID) *acq {
 // heldCtx is the ctx an acquisition hands out: it carries the acquisition, and its being dropped
 // without Unlock is how an abandoned hold is noticed. It carries the owner too when its parent does
 // not (a fresh owner), and holds its own detached view (see detach): both without an allocation.
+// Its deadline is the earlier of its fixed lease's end, which Extend moves on, and its parent's.
 type heldCtx struct {
 	context.Context
 	a        *acq
-	owner    ownerCtx
+	parent   context.Context // the ctx the acquisition was taken with
+	owner    int64           // the fresh owner it carries, 0 when parent carries one
 	detached detachedCtx
 }
 
@@ -111,12 +135,34 @@ func (x *heldCtx) Value(key any) any {
 	switch key.(type) {
 	case holdsKey:
 		return x
+	case takenWithKey:
+		return x.parent
 	case ownerKey:
-		if x.owner.id != 0 {
-			return &x.owner
+		if x.owner != 0 {
+			return x
 		}
 	}
 	return x.Context.Value(key)
+}
+
+func (x *heldCtx) Deadline() (time.Time, bool) {
+	e := x.a.ext
+	if e == nil {
+		return x.Context.Deadline()
+	}
+	var d time.Time
+	var ok bool
+	if e.fol != nil {
+		d, ok = e.fol.deadline()
+	} else {
+		d, ok = x.Context.Deadline()
+	}
+	if end := e.end.Load(); end != 0 {
+		if t := time.Unix(0, end); !ok || t.Before(d) {
+			return t, true
+		}
+	}
+	return d, ok
 }
 
 // detachedCtx is its ctx's values without its cancellation, as context.WithoutCancel.
@@ -133,7 +179,7 @@ func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Cont
 // enter waits until an acquisition of id through ctx may be sent, and books it: it returns the hold,
 // how many acquisitions Redis counts for the owner before this one, and what is left of wait. watched:
 // the watchdog keeps it, and is registered before anything is sent, so that no renewal is missed.
-func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Duration) (*hold, int, time.Duration, error) {
+func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Duration, watched bool) (*hold, int, time.Duration, error) {
 	outer := acqIn(ctx, c, id)
 	var deadline time.Time
 	var timeout <-chan time.Time
@@ -155,7 +201,7 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 		if h.mayEnter(outer) {
 			h.busy = 1
 			h.pending++
-			if l.lease == 0 {
+			if watched {
 				h.watched++
 				if h.entry == nil {
 					h.register()
@@ -268,18 +314,35 @@ func (h *hold) unwatch() {
 
 // commit records a successful acquisition whose command was sent at start; lease > 0 is a fixed
 // lease, whose end (less Drift) is the returned ctx's deadline.
+//
+// The returned ctx ends when the acquisition does, and when parent ends, but not by a release (see
+// follow.go): where parent carries holds, the hold's ctx derives from parent's values alone, and a
+// follower passes parent's end on.
 func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start time.Time, fresh bool) context.Context {
-	ctx, cancel := context.WithCancelCause(parent)
-	if lease > 0 {
-		var stop context.CancelFunc
-		end := start.Add(lease - Drift(lease))
-		ctx, stop = context.WithDeadlineCause(ctx, end, h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, lease)))
-		inner := cancel
-		cancel = func(cause error) { inner(cause); stop() }
+	held := &heldCtx{a: a, parent: parent}
+	// A re-entry of an exclusive hold derives from its outer hold as any ctx would: that one cannot
+	// be released first (ErrNotInnermost), and its loss is this one's.
+	x, _ := parent.Value(holdsKey{}).(*heldCtx)
+	nested := carriesHolds(parent) && !(x != nil && x.a.h == h && !h.shared)
+	if nested {
+		held.Context, a.cancel = context.WithCancelCause(context.WithoutCancel(parent))
+	} else {
+		held.Context, a.cancel = context.WithCancelCause(parent)
 	}
-	a.h, a.cancel, a.watched = h, cancel, lease == 0
+	if lease > 0 || nested {
+		a.ext = &acqExt{lease: lease}
+	}
+	a.h, a.watched = h, lease == 0
 	h.stamp(a)
 	h.mu.Lock()
+	if lease > 0 {
+		end := start.Add(lease - Drift(lease))
+		a.ext.end.Store(end.UnixNano())
+		a.ext.expiry = time.AfterFunc(time.Until(end), a.expire)
+	}
+	if nested { // set before the acquisition can end; it follows once the ctx is made
+		a.ext.fol = &follower{end: a.finish}
+	}
 	h.pending--
 	h.stack = append(h.stack, a)
 	if a.watched {
@@ -290,13 +353,66 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 	}
 	h.settled()
 	h.mu.Unlock()
-	held := &heldCtx{Context: ctx, a: a}
 	held.detached.ctx = held
 	if fresh {
-		held.owner.id = h.owner
+		held.owner = h.owner
+	}
+	if nested {
+		a.ext.fol.follow(parent)
 	}
 	runtime.AddCleanup(held, abandoned, a)
 	return held
+}
+
+// expire ends a's ctx when its fixed lease may have ended, unless Extend moved the end on.
+func (a *acq) expire() {
+	h, e := a.h, a.ext
+	h.mu.Lock()
+	if left := time.Until(time.Unix(0, e.end.Load())); left > 0 {
+		e.expiry.Reset(left)
+		h.mu.Unlock()
+		return
+	}
+	e.expired = true
+	lease := e.lease
+	h.mu.Unlock()
+	a.finish(h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, lease)))
+}
+
+// finish ends a's ctx with cause, and stops what would end it otherwise.
+func (a *acq) finish(cause error) {
+	a.cancel(cause)
+	e := a.ext
+	if e == nil {
+		return
+	}
+	if e.fol != nil {
+		e.fol.close()
+	}
+	a.h.mu.Lock()
+	expiry := e.expiry
+	a.h.mu.Unlock()
+	if expiry != nil {
+		expiry.Stop()
+	}
+}
+
+// extended moves a fixed lease's end on to end, unless it ended already or ends later; it reports
+// whether the acquisition was still held.
+func (a *acq) extended(end time.Time, lease time.Duration) bool {
+	h := a.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := a.ext
+	if (e != nil && e.expired) || a.releasing || a.released.Load() || !slices.Contains(h.stack, a) {
+		return false
+	}
+	if a.watched || !end.After(time.Unix(0, e.end.Load())) {
+		return true
+	}
+	e.end.Store(end.UnixNano())
+	e.lease = lease
+	return true
 }
 
 // release releases the acquisition that ctx carries of owner's hold id with send, which runs the
@@ -308,7 +424,7 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 // When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a renewal
 // must never outlive the release. If send fails for another reason the hold is left as it was,
 // renewal included, so that the caller may try again.
-func (c *Client) release(ctx context.Context, id holdID, send func(field string, held int, rid string, resent bool) (int64, error)) error {
+func (c *Client) release(ctx context.Context, id holdID, send func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error)) error {
 	a := acqIn(ctx, c, id)
 	c.mu.Lock()
 	h := c.holds[id]
@@ -319,7 +435,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	if h == nil || (a != nil && a.h != h) {
 		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
 		// one that was lost: Redis says what is left, and the release clears it.
-		_, err := send("", 0, c.RequestID(), false)
+		_, err := send("", 0, 0, c.RequestID(), false)
 		return err
 	}
 	if a == nil {
@@ -361,7 +477,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	}
 	h.mu.Unlock()
 
-	remaining, err := send(h.field, held, a.rid, resent)
+	remaining, err := send(h.field, held, a.lease(), a.rid, resent)
 	switch {
 	case err == nil:
 		a.released.Store(true)
@@ -377,12 +493,12 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 		h.settled()
 		h.mu.Unlock()
 		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
-		a.cancel(ErrReleased)
+		a.finish(ErrReleased)
 		h.released(a)
 		if len(rest) > 0 {
 			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
 			for _, r := range rest {
-				r.cancel(cause)
+				r.finish(cause)
 			}
 			h.ended(rest, cause)
 		}
@@ -474,7 +590,7 @@ func (h *hold) end(cause error) {
 	h.mu.Unlock()
 	h.forgetIfIdle()
 	for _, a := range all {
-		a.cancel(cause)
+		a.finish(cause)
 	}
 	h.ended(all, cause)
 }
@@ -504,7 +620,7 @@ func abandoned(a *acq) {
 	if !freeze {
 		h.forgetIfIdle()
 		if a.watched {
-			a.cancel(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+			a.finish(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
 		}
 	}
 	h.abandonedEvent(a, freeze)

@@ -69,7 +69,7 @@ func testLock(c *Client, shared bool) *Lock {
 // holdNow acquires a hold of id through ctx without a command, as a try that succeeded would.
 func holdNow(t *testing.T, c *Client, l *Lock, ctx context.Context, id holdID) context.Context {
 	t.Helper()
-	h, _, _, err := c.enter(ctx, l, id, 0)
+	h, _, _, err := c.enter(ctx, l, id, 0, false)
 	if err != nil {
 		t.Fatalf("enter: %v", err)
 	}
@@ -92,7 +92,7 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		entered, proceed := make(chan int, 1), make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
-			done <- c.release(inner, id, func(_ string, held int, _ string, _ bool) (int64, error) {
+			done <- c.release(inner, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
 				entered <- held
 				<-proceed
 				return int64(held - 1), nil
@@ -101,12 +101,12 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		if n := <-entered; n != 2 {
 			t.Fatalf("shared %v: release sent with %d held, want 2", shared, n)
 		}
-		if _, _, _, err := c.enter(inner, l, id, 0); !errors.Is(err, ErrNotAcquired) {
+		if _, _, _, err := c.enter(inner, l, id, 0, false); !errors.Is(err, ErrNotAcquired) {
 			t.Fatalf("shared %v: re-entry during the release: %v, want ErrNotAcquired and nothing sent", shared, err)
 		}
 		second := make(chan error, 1)
 		go func() {
-			second <- c.release(outer, id, func(_ string, held int, _ string, _ bool) (int64, error) {
+			second <- c.release(outer, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
 				if held != 1 {
 					t.Errorf("shared %v: second release sent with %d held, want 1", shared, held)
 				}
@@ -130,7 +130,9 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !shared {
-			second <- c.release(outer, id, func(_ string, held int, _ string, _ bool) (int64, error) { return int64(held - 1), nil })
+			second <- c.release(outer, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
+				return int64(held - 1), nil
+			})
 		}
 		if err := <-second; err != nil {
 			t.Fatal(err)
@@ -152,7 +154,10 @@ func TestAbandonedAcquisitionsStayCounted(t *testing.T) {
 	inner := holdNow(t, c, l, outer, id)
 	abandoned(outer.(*heldCtx).a) // the outer hold's ctx was dropped
 	var sent int
-	if err := c.release(inner, id, func(_ string, held int, _ string, _ bool) (int64, error) { sent = held; return int64(held - 1), nil }); err != nil {
+	if err := c.release(inner, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
+		sent = held
+		return int64(held - 1), nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if sent != 2 {
@@ -169,8 +174,8 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 	held := holdNow(t, c, l, withOwnerID(context.Background(), 1), id)
 	var rids []string
 	var resents []bool
-	send := func(fail bool) func(string, int, string, bool) (int64, error) {
-		return func(_ string, _ int, rid string, resent bool) (int64, error) {
+	send := func(fail bool) func(string, int, time.Duration, string, bool) (int64, error) {
+		return func(_ string, _ int, _ time.Duration, rid string, resent bool) (int64, error) {
 			rids, resents = append(rids, rid), append(resents, resent)
 			if fail {
 				return 0, net.ErrClosed // the connection failed: Redis may or may not have released

@@ -29,25 +29,29 @@ import (
 // The names the engine fills:
 //   - KEYS: "lock" (the name), "memo" (the prefix of a call's memo: the request id completes it),
 //     and every name of Spec.Keys.
-//   - ARGV, per lock: "lease" (ms), "reentrant" and "fenced" ('1' or '0'), "publish" and "numsub"
+//   - ARGV, per lock: "reentrant" and "fenced" ('1' or '0'), "publish" and "numsub"
 //     (the commands; numsub is '' where counts cannot be trusted), "client" (the Client's id),
 //     "window" (ms a waiter's record lasts; '0' where releases hand nothing over), "ntail" and
 //     "tail" (how many values LockOptions.Tail has, and all of them: last), and the names of
 //     LockOptions.Values. A renewal gives only "field" of the per-call names.
-//   - ARGV, per call: "field" (the hold's field), "owner" (the owner's field, "<client id>:<owner
-//     id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
+//   - ARGV, per call: "lease" (ms: the call's lease, or the Client's watchdog timeout; a release
+//     gives the lease of the hold it releases), "field" (the hold's field), "owner" (the owner's
+//     field, "<client id>:<owner id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
 //     request id), "tag" (the waiter's tag, '' before it listens), "recorded" ('1' once a try of the
 //     wait left a record), "waits" ('1' when the acquisition waits), "linger" (ms the Client stays
 //     listed among the lock's clients, '' when it need not be listed again), "grant" (the lease a
 //     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
 //     waiter may have queued).
 //
+// A release also gets "waits": '1' when the acquisition it releases had waited for the lock.
+//
 // The replies: an acquisition answers {1, count, token} when acquired (or the count alone when it
 // took no token), {0, ms} or {0, ms, score} when not (try again within ms; score: of the record the
 // try left), {2} when the owner holds the lock and re-entry is not allowed, {3} when it is refused
 // (Spec.Refused). A release answers how many acquisitions the owner keeps, or -1 when it held none;
 // given back (its Undo variant), -3 when there was nothing to give back. A renewal answers one
-// integer per hold, 1 when renewed. A forced release answers 1 when the lock was held.
+// integer per hold, 1 when renewed. A forced release answers 1 when the lock was held. An extension
+// answers 1 when the owner holds the lock (its lease now lasts at least "lease" from now), 0 when not.
 
 // Spec describes one kind of hash lock.
 type Spec struct {
@@ -61,20 +65,18 @@ type Spec struct {
 	Keys map[string]string
 	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
 	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
-	// ARGV[1], the TTL), "force", and "leave" (optional: after a wait that did not acquire, and to
-	// give back a hand-over that nobody took).
+	// ARGV[1], the TTL), "force", "leave" (optional: after a wait that did not acquire, and to give
+	// back a hand-over that nobody took), "extend" (a hold's new lease, kept under the call's memo),
+	// "list" (optional: lists the Client among the lock's "clients" before its waiters subscribe,
+	// see attempt.List), and "state" (reads, and refuses a name that holds other data: {pttl, the
+	// hold count of "field"}, -2 when free, and whatever the kind adds).
 	Scripts map[string]*lua.Script
 	Policy  pubsub.Policy // how many waiters a message on the channel wakes
 	Shared  bool          // several owners hold at once (read holds)
 	Suffix  string        // what follows the owner in its field (":write")
 	Refused error         // what an acquisition's reply {3} means
-	// Around, when set, wraps each acquisition: it returns the ctx the hold derives from, and done,
-	// which gets the hold's ctx (nil with the error) and returns the ctx to hand out. object is the
-	// same for every Lock of one Client on one name, whatever its Spec (both sides of a rwlock).
-	Around func(ctx context.Context, object any) (parent context.Context, done func(held context.Context, err error) context.Context)
-
-	once sync.Once
-	plan specPlan
+	once    sync.Once
+	plan    specPlan
 }
 
 // LockOptions are what every hash lock lets its user choose.
@@ -100,10 +102,13 @@ const (
 	sRenew
 	sForce
 	sLeave
+	sExtend
+	sList
+	sState
 	nScripts
 )
 
-var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave"}
+var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend", "list", "state"}
 
 // The values a call gives its scripts.
 const (
@@ -117,16 +122,17 @@ const (
 	vLinger
 	vGrant
 	vQueued
+	vLease
 	nVals
 )
 
-var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued"}
+var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued", "lease"}
 
 // The values a lock gives its scripts, before those of LockOptions.Values; "tail" stands for a list.
-var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window", "ntail", "tail"}
+var lockValNames = []string{"reentrant", "fenced", "publish", "numsub", "client", "window", "ntail", "tail"}
 
 // vTail is where "tail" stands in a lock's value table.
-const vTail = 8
+const vTail = 7
 
 // specPlan is a Spec resolved once: where each script finds its KEYS and ARGV.
 type specPlan struct {
@@ -207,7 +213,8 @@ type Lock struct {
 	spec     *Spec
 	plan     *specPlan
 	name     string
-	lease    time.Duration
+	lease    time.Duration // the default lease of an acquisition
+	leaseMs  string        // the same as the scripts take it
 	fenced   bool
 	handOver bool   // releases may hand the lock to this Client's waiters
 	perOwner bool   // each owner waits on a channel of its own
@@ -238,14 +245,11 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Lease < 0 {
-		return Invalid(spec.Kind, name, "negative lease %v", o.Lease)
-	}
-	if o.Lease > 0 && o.Lease < time.Millisecond {
-		return Invalid(spec.Kind, name, "lease %v is below Redis's millisecond resolution", o.Lease)
+	if err := checkLease(o.Lease); err != nil {
+		return Errorf(spec.Kind, name, err)
 	}
 	p := spec.resolve()
-	*l = Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, fenced: o.Fenced,
+	*l = Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, leaseMs: c.leaseMs(o.Lease), fenced: o.Fenced,
 		handOver: c.counts && o.Backoff == nil && p.tagged,
 		perOwner: strings.HasSuffix(spec.Keys["channel"], ":"),
 		holdKey:  name, tail: o.Tail, backoff: o.Backoff}
@@ -280,8 +284,8 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 	if l.handOver {
 		window = c.windowMs
 	}
-	l.values[0], l.values[1], l.values[2], l.values[3] = c.leaseMs(o.Lease), flag(!o.NonReentrant), flag(o.Fenced), c.publish
-	l.values[4], l.values[5], l.values[6], l.values[7] = c.Value("numsub"), c.id, window, strconv.Itoa(len(o.Tail))
+	l.values[0], l.values[1], l.values[2], l.values[3] = flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub")
+	l.values[4], l.values[5], l.values[6] = c.id, window, strconv.Itoa(len(o.Tail))
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
 		if !ok {
@@ -290,12 +294,6 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 		l.values[len(lockValNames)+i] = v
 	}
 	return nil
-}
-
-// object names one object of one Client (Spec.Around).
-type object struct {
-	c    *Client
-	name string
 }
 
 // Name returns the lock's name as the Client's name mapper maps it: its key in Redis.
@@ -342,7 +340,7 @@ func (l *Lock) renewal(field string) renewal {
 }
 
 // Lock waits without bound: see TryLock.
-func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.acquire(ctx, -1) }
+func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.acquire(ctx, -1, l.lease) }
 
 // TryLock acquires for ctx's owner (a fresh one when it has none), waiting at most wait (0: one
 // try), and returns the hold's ctx.
@@ -350,41 +348,72 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context
 	if wait < 0 {
 		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
 	}
-	return l.acquire(ctx, wait)
+	return l.acquire(ctx, wait, l.lease)
 }
 
-func (l *Lock) acquire(ctx context.Context, wait time.Duration) (context.Context, error) {
+// LockFor is Lock with a lease of its own instead of the lock's: lease > 0 is fixed, 0 is the
+// watchdog's.
+func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if err := checkLease(lease); err != nil {
+		return nil, Errorf(l.spec.Kind, l.name, err)
+	}
+	return l.acquire(ctx, -1, lease)
+}
+
+// TryLockFor is TryLock with a lease of its own (see LockFor).
+func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	if wait < 0 {
+		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
+	}
+	if err := checkLease(lease); err != nil {
+		return nil, Errorf(l.spec.Kind, l.name, err)
+	}
+	return l.acquire(ctx, wait, lease)
+}
+
+// checkLease refuses a lease that Redis cannot keep: negative, or below its millisecond resolution
+// (0 is the watchdog's).
+func checkLease(lease time.Duration) error {
+	switch {
+	case lease < 0:
+		return fmt.Errorf("%w: negative lease %v", ErrInvalidArgument, lease)
+	case lease > 0 && lease < time.Millisecond:
+		return fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", ErrInvalidArgument, lease)
+	}
+	return nil
+}
+
+// leaseArg returns lease as the scripts take it: the watchdog timeout for 0.
+func (l *Lock) leaseArg(lease time.Duration) string {
+	if lease == l.lease {
+		return l.leaseMs
+	}
+	return l.c.leaseMs(lease)
+}
+
+func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
 		return nil, Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	owner, carried := OwnerID(ctx)
 	if !carried {
-		// A fresh owner, which the hold's ctx carries; Around may need it in ctx already.
-		owner = lastOwner.Add(1)
-		if l.spec.Around != nil {
-			ctx, carried = withOwnerID(ctx, owner), true
-		}
+		owner = lastOwner.Add(1) // a fresh owner, which the hold's ctx carries
 	}
-	parent, done := ctx, (func(context.Context, error) context.Context)(nil)
-	if l.spec.Around != nil {
-		parent, done = l.spec.Around(ctx, object{l.c, l.name})
-	}
-	held, err := l.hold(ctx, parent, owner, !carried, wait)
-	if done != nil {
-		held = done(held, err)
-	}
+	held, err := l.hold(ctx, owner, !carried, wait, lease)
 	if err != nil {
 		return nil, Errorf(l.spec.Kind, l.name, err)
 	}
 	return held, nil
 }
 
-// hold acquires a hold for owner, through ctx (which may carry the owner's outer holds), and derives
-// its ctx from parent; fresh: neither carries the owner, and the hold's ctx must.
-func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait time.Duration) (context.Context, error) {
+// hold acquires a hold for owner with lease (0: the watchdog keeps it) through ctx, which may carry
+// the owner's outer holds, and derives its ctx from ctx; fresh: ctx does not carry the owner, and
+// the hold's ctx must.
+func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease time.Duration) (context.Context, error) {
 	c := l.c
 	a := &attempt{l: l}
-	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, lease: l.lease}
+	a.v[vLease] = l.leaseArg(lease)
+	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, lease: lease}
 	if w.lease == 0 {
 		w.lease = c.cfg.WatchdogTimeout
 	}
@@ -395,7 +424,7 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 		}
 	}
 	m := c.observe(l.spec.Kind, l.name, &w)
-	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, owner, l.spec.Suffix}, wait)
+	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, owner, l.spec.Suffix}, wait, lease == 0)
 	if err != nil {
 		m.done(err)
 		return nil, err
@@ -407,14 +436,16 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 			w.Channel += a.v[vOwner]
 		}
 	}
-	a.h, a.held = h, held
+	a.acq.h, a.held = h, held
 	a.v[vHeld] = strconv.Itoa(held)
 	a.v[vRid] = c.RequestID()
 	start, err := c.acquire(ctx, wait, w, m)
 	if err != nil {
 		m.done(err)
-		h.abort(l.lease == 0)
-		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) {
+		h.abort(lease == 0)
+		// An acquisition that Redis refused at every try has no record or place to leave.
+		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
+			(a.placed.Load() || !isRedisError(err)) {
 			l.leave(Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
 		return nil, err
@@ -422,7 +453,8 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 	if l.keptMemo(a.count, held) {
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
-	heldCtx := h.commit(parent, &a.acq, l.lease, start, fresh)
+	a.acq.waited = a.v[vTag] != ""
+	heldCtx := h.commit(ctx, &a.acq, lease, start, fresh)
 	m.done(nil)
 	if l.fenced {
 		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
@@ -432,16 +464,16 @@ func (l *Lock) hold(ctx, parent context.Context, owner int64, fresh bool, wait t
 
 // attempt is one acquisition under way: its tries, and its record when it waits.
 type attempt struct {
-	acq   acq // what the hold records once acquired, in the same allocation
-	l     *Lock
-	h     *hold
-	held  int // what Redis counted for the owner before it
-	v     call
-	tried atomic.Bool // a try was sent (one that runs apart may still be on its way)
-	score int64       // of the record the last failed try left: a hand-over must come after it
-	count int64       // the owner's count once acquired
-	token int64
-	next  func() time.Duration // a spinning waiter's back-off policy, once a try failed
+	acq    acq // what the hold records once acquired, in the same allocation; acq.h is set at enter
+	l      *Lock
+	held   int // what Redis counted for the owner before it
+	v      call
+	tried  atomic.Bool // a try was sent (one that runs apart may still be on its way)
+	placed atomic.Bool // a try was answered without acquiring: it may have left a record, a place
+	score  int64       // of the record the last failed try left: a hand-over must come after it
+	count  int64       // the owner's count once acquired
+	token  int64
+	next   func() time.Duration // a spinning waiter's back-off policy, once a try failed
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
@@ -464,6 +496,9 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 	var buf [16]string // Send copies what it keeps: the args stay on the stack
 	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
 	t, err := readTry(reply)
+	if err == nil && !t.acquired {
+		a.placed.Store(true)
+	}
 	switch {
 	case t.acquired:
 		a.count, a.token = t.count, t.token
@@ -493,10 +528,10 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 // only what it finds the try took; the hold waits for it.
 func (a *attempt) Undo(ctx context.Context, sure bool) {
 	l := a.l
-	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid]}
+	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid], vLease: a.v[vLease]}
 	if !sure {
-		a.h.retain()
-		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.h.settle)
+		a.acq.h.retain()
+		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.h.settle)
 		return
 	}
 	// Sure of it, the give-back is sent within RetryBound, and not after: the acquisition may try
@@ -519,8 +554,8 @@ func (l *Lock) keptMemo(count int64, held int) bool {
 
 // apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
 // next call waits until the try, and what it gives back, are over.
-func (a *attempt) apartStart() { a.h.retain() }
-func (a *attempt) apartEnd()   { a.h.settle() }
+func (a *attempt) apartStart() { a.acq.h.retain() }
+func (a *attempt) apartEnd()   { a.acq.h.settle() }
 
 // Tag names the waiter's record, unique to this acquisition, and makes its tries from now on leave
 // it: "<owner>:<n>:<grant>:<fenced>", where grant is the lease a release that hands the lock over
@@ -529,13 +564,33 @@ func (a *attempt) apartEnd()   { a.h.settle() }
 func (a *attempt) Tag() string {
 	if a.v[vTag] == "" {
 		l := a.l
-		a.v[vGrant] = l.values[0]
+		a.v[vGrant] = a.v[vLease]
 		if l.c.AcksReplicas(l.name) {
 			a.v[vGrant] = "0"
 		}
 		a.v[vTag] = numbered([]string{a.v[vOwner]}, int64(l.c.requests.Add(1)), a.v[vGrant], flag(l.fenced))
 	}
 	return a.v[vTag]
+}
+
+// List lists this Client among the lock's clients before a waiter subscribes to the lock's channels,
+// unless a listing made less than half the linger ago still stands. A release counts who listens on
+// the lock's channel against the clients listed, and takes anyone beyond them for a Java waiter
+// (rlock_wake.lua): a Client that listened before it was listed, for the round trip between its
+// subscription and its next try, passed for one, and the release left the lock free for a Java
+// turn that nobody took. Listed first, a Client never counts as more than itself.
+func (a *attempt) List(ctx context.Context) {
+	l, c := a.l, a.l.c
+	s := l.plan.scripts[sList].s
+	if s == nil || !l.handOver || !c.listAgain(l.clients, pubsub.Linger/2) {
+		return
+	}
+	sent := time.Now()
+	v := call{vLinger: lingerMs}
+	var buf [4]string
+	if c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error() == nil {
+		c.listed(l.clients, sent, pubsub.Linger/2)
+	}
 }
 
 // Claim takes a hand-over made after the last try (see GrantFor).
@@ -619,11 +674,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
 	}
 	var v call
-	err := l.c.release(ctx, holdID{l.holdKey, owner, l.spec.Suffix}, func(field string, held int, rid string, resent bool) (int64, error) {
+	id := holdID{l.holdKey, owner, l.spec.Suffix}
+	if a := acqIn(ctx, l.c, id); a != nil && a.waited {
+		v[vWaits] = "1"
+	}
+	err := l.c.release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
 		if field == "" {
-			field = l.field(owner) // a hold this client keeps no record of
+			field, lease = l.field(owner), l.lease // a hold this client keeps no record of
 		}
 		v[vField], v[vOwner], v[vHeld], v[vRid] = field, field[:len(field)-len(l.spec.Suffix)], strconv.Itoa(held), rid
+		v[vLease] = l.leaseArg(lease)
 		return l.sendRelease(ctx, &v, resent)
 	})
 	if err != nil {
@@ -672,48 +732,128 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
+// Extend makes the hold of ctx's owner last at least lease from now, exactly once (the script keeps
+// its answer under the call's memo); it returns ErrNotHeld when the owner does not hold the lock.
+// When ctx carries an acquisition of the lock with a fixed lease, the end of that lease, its ctx's
+// deadline, moves on to match (never back); an acquisition whose lease already ended, or that was
+// released, is ErrNotHeld without a command.
+func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
+	if ctx == nil {
+		return Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	if lease < time.Millisecond {
+		return Invalid(l.spec.Kind, l.name, "lease %v: want at least 1ms", lease)
+	}
+	owner, ok := OwnerID(ctx)
+	if !ok {
+		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+	}
+	a := acqIn(ctx, l.c, holdID{l.holdKey, owner, l.spec.Suffix})
+	if a != nil && !a.extended(time.Time{}, 0) {
+		return Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", ErrNotHeld))
+	}
+	field := l.field(owner)
+	v := call{vField: field, vOwner: field[:len(field)-len(l.spec.Suffix)], vLease: ms(lease), vRid: l.c.RequestID()}
+	start := time.Now()
+	reply, notReplicated := l.c.SendAcquiring(detach(ctx), l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
+	n, err := reply.AsInt64()
+	if err != nil {
+		return Errorf(l.spec.Kind, l.name, err)
+	}
+	l.c.DeleteLater(l.memo(v[vRid]))
+	switch {
+	case n != 1:
+		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+	case notReplicated != nil:
+		return Errorf(l.spec.Kind, l.name, notReplicated) // Redis keeps it longer; the ctx keeps its end
+	}
+	if a != nil && !a.extended(start.Add(lease-Drift(lease)), lease) {
+		return Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended before the extension was answered", ErrNotHeld))
+	}
+	return nil
+}
+
+// State reads the lock with its "state" script for ctx's owner (none: ""), and returns the reply:
+// {pttl, the owner's hold count, ...}, pttl -2 when free. A name that holds other data is refused.
+func (l *Lock) State(ctx context.Context) ([]int64, error) {
+	if ctx == nil {
+		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	field := ""
+	if owner, ok := OwnerID(ctx); ok {
+		field = l.field(owner)
+	}
+	return l.state(ctx, field)
+}
+
+// state is State for the owner whose field is field ("": none).
+func (l *Lock) state(ctx context.Context, field string) ([]int64, error) {
+	v := call{vField: field}
+	res, err := l.c.QueryScript(ctx, l.plan.scripts[sState].s, l.keysOf(sState), l.argsOf(sState, &v)).AsIntSlice()
+	if err == nil && len(res) < 2 {
+		err = fmt.Errorf("redisync: unexpected reply %v", res)
+	}
+	if err != nil {
+		return nil, Errorf(l.spec.Kind, l.name, err)
+	}
+	return res, nil
+}
+
 // IsLocked reports whether anyone holds the lock: whether its hash exists.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	n, err := l.c.Query(ctx, l.c.rdb.B().Exists().Key(l.name).Build()).AsInt64()
+	st, err := l.State(ctx)
 	if err != nil {
-		return false, Errorf(l.spec.Kind, l.name, err)
+		return false, err
 	}
-	return n == 1, nil
+	return st[0] != -2, nil
 }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). ctx is used
 // detached from its cancellation, as Unlock does: a hold's ctx ends when the hold does, which is
 // when a caller most wants to ask.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	owner, ok := OwnerID(ctx)
-	if !ok {
-		return 0, nil
+	if ctx == nil {
+		return 0, Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	field := l.field(owner)
-	n, err := l.c.Query(detach(ctx), l.c.rdb.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
+	field := ""
+	if owner, ok := OwnerID(ctx); ok {
+		field = l.field(owner)
 	}
+	return l.holdCount(ctx, field)
+}
+
+// HoldCountOf returns how many times owner, an owner of this Client, holds the lock (Redisson's
+// isHeldByThread, with an owner id for the thread id).
+func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
+	if ctx == nil {
+		return 0, Invalid(l.spec.Kind, l.name, "nil context")
+	}
+	return l.holdCount(ctx, l.field(owner))
+}
+
+func (l *Lock) holdCount(ctx context.Context, field string) (int, error) {
+	st, err := l.state(detach(ctx), field)
 	if err != nil {
-		return 0, Errorf(l.spec.Kind, l.name, err)
+		return 0, err
 	}
-	return int(n), nil
+	return int(st[1]), nil
 }
 
 // TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
 // when it has no expiry.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	ms, err := l.c.Query(ctx, l.c.rdb.B().Pttl().Key(l.name).Build()).AsInt64()
+	st, err := l.State(ctx)
 	if err != nil {
-		return 0, Errorf(l.spec.Kind, l.name, err)
+		return 0, err
 	}
-	switch ms {
+	switch ms := st[0]; ms {
 	case -2:
 		return 0, nil
 	case -1:
 		return -1, nil
+	default:
+		return time.Duration(ms) * time.Millisecond, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Token returns the fencing token of the acquisition ctx came from.

@@ -71,8 +71,11 @@ func (c *Client) SendAcquiring(ctx context.Context, s *lua.Script, keys, args []
 }
 
 func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
+	if c.isClosed() {
+		return rueidis.NewErrorResult(ErrClosed)
+	}
 	if ctx.Done() == nil {
-		return c.send(ctx, s, keys, args, acquires, RetryBound)
+		return c.closing(c.send(ctx, s, keys, args, acquires, RetryBound))
 	}
 	// The call may outlive this one: it gets copies, so that callers may pass buffers of their own.
 	k, a := slices.Clone(keys), slices.Clone(args)
@@ -82,10 +85,18 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 	}
 	select {
 	case res := <-done:
-		return res
+		return c.closing(res)
 	case <-ctx.Done():
 		return rueidis.NewErrorResult(context.Cause(ctx))
 	}
+}
+
+// closing returns ErrClosed for a call whose connection failed because Close closed it.
+func (c *Client) closing(res rueidis.RedisResult) rueidis.RedisResult {
+	if err := res.Error(); err != nil && isConnectionError(err) && c.isClosed() {
+		return rueidis.NewErrorResult(ErrClosed)
+	}
+	return res
 }
 
 // send runs the call on ctx, which must not end before the call does, sending it again after
@@ -239,6 +250,12 @@ func isRefused(err error) bool {
 		return true
 	}
 	return false
+}
+
+// isRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
+func isRedisError(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
 }
 
 // RequestID returns an id no call of any client used before: this client's UUID and a counter. It

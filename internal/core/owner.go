@@ -19,8 +19,11 @@ func WithNewOwner(ctx context.Context) context.Context { return &ownerCtx{ctx, l
 
 // OwnerID returns the owner carried by ctx.
 func OwnerID(ctx context.Context) (int64, bool) {
-	if oc, ok := ctx.Value(ownerKey{}).(*ownerCtx); ok {
+	switch oc := ctx.Value(ownerKey{}).(type) {
+	case *ownerCtx:
 		return oc.id, true
+	case *heldCtx: // a hold's ctx with a fresh owner
+		return oc.owner, true
 	}
 	return 0, false
 }

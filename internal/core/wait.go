@@ -162,6 +162,14 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	}
 	m.waiting()
 	if len(ws) == 0 {
+		if ls, ok := w.Tries.(lister); ok {
+			lctx, cancel := ctx, context.CancelFunc(func() {})
+			if !stop.IsZero() {
+				lctx, cancel = context.WithDeadline(ctx, stop)
+			}
+			ls.List(lctx)
+			cancel()
+		}
 		if err := ws.add(c, w); err != nil {
 			return time.Time{}, c.closedOr(err)
 		}
@@ -364,6 +372,10 @@ func earliest(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// lister is implemented by Tries whose waiters must be known before they listen: List runs before
+// the wait subscribes to its channels, and ctx bounds how long it may keep the wait.
+type lister interface{ List(ctx context.Context) }
 
 // apart is implemented by Tries whose calls must not overlap with the next call of their object:
 // a try that runs apart may outlive Acquire, and the object's next call waits for apartEnd.

@@ -210,20 +210,28 @@ func (w *watchdog) arm(t *time.Timer) {
 	}
 }
 
-// expire reports lost every hold whose lease may have ended: no renewal has extended it in time.
+// expire reports lost every hold whose lease may have ended: no renewal has extended it in time,
+// or none was sent since its ctx was dropped without Unlock (frozen).
 func (w *watchdog) expire() {
 	now := time.Now()
-	var lost []*entry
+	var lost, abandoned []*entry
 	w.mu.Lock()
 	for e := range w.set {
 		if e.confirmed && !now.Before(e.valid) {
-			lost = append(lost, e)
+			if e.frozen {
+				abandoned = append(abandoned, e)
+			} else {
+				lost = append(lost, e)
+			}
 			delete(w.set, e)
 		}
 	}
 	w.mu.Unlock()
 	for _, e := range lost {
 		e.lost.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", ErrLost))
+	}
+	for _, e := range abandoned {
+		e.lost.lost(fmt.Errorf("%w: abandoned without Unlock, its lease may have ended", ErrLost))
 	}
 }
 

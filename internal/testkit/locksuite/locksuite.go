@@ -36,10 +36,14 @@ type Lock interface {
 	Name() string
 	Lock(ctx context.Context) (context.Context, error)
 	TryLock(ctx context.Context, wait time.Duration) (context.Context, error)
+	LockFor(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Extend(ctx context.Context, lease time.Duration) error
 	Unlock(ctx context.Context) error
 	ForceUnlock(ctx context.Context) (bool, error)
 	IsLocked(ctx context.Context) (bool, error)
 	IsHeld(ctx context.Context) (bool, error)
+	IsHeldBy(ctx context.Context, owner int64) (bool, error)
 	HoldCount(ctx context.Context) (int, error)
 	TTL(ctx context.Context) (time.Duration, error)
 	Do(ctx context.Context, fn func(ctx context.Context) error) error
@@ -90,6 +94,9 @@ type Kind struct {
 	// Queries returns the kind's own read-only calls beyond Lock's (a fair lock's Waiting), which
 	// must fail on a dead server within the bound of every query.
 	Queries func(l Lock) map[string]func(ctx context.Context) error
+	// Layout names the kind's data under its name, as testkit.Foreign names layouts ("lock":
+	// Redisson's lock hash, "rwlock"): every other data under the name is refused.
+	Layout string
 }
 
 // waits reports whether an acquisition of the kind waits on c, which holds nothing else.

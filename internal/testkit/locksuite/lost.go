@@ -27,7 +27,11 @@ func (s *Suite) TestLostHolds() {
 	s.Run("forced elsewhere", func() { s.each(func(t *testing.T, tg *testkit.Target) { s.forced(t, tg, false) }) })
 	s.Run("lease ended", func() {
 		s.need(s.Kind.Lease, "fixed lease")
-		s.each(s.leaseEnded)
+		s.each(func(t *testing.T, tg *testkit.Target) { s.leaseEnded(t, tg, false) })
+	})
+	s.Run("lease of the call ended", func() {
+		s.need(s.Kind.Lease, "fixed lease")
+		s.each(func(t *testing.T, tg *testkit.Target) { s.leaseEnded(t, tg, true) })
 	})
 }
 
@@ -95,16 +99,28 @@ func (s *Suite) forced(t *testing.T, tg *testkit.Target, here bool) {
 	s.clean(t, tg, before, scope{names: []string{n}}, hc, fc)
 }
 
-func (s *Suite) leaseEnded(t *testing.T, tg *testkit.Target) {
+// leaseEnded: a fixed lease, given by the lock's option or, perCall, by LockFor on a lock whose own
+// is the watchdog's.
+func (s *Suite) leaseEnded(t *testing.T, tg *testkit.Target, perCall bool) {
 	before := tg.Keys(t)
 	n := name(t)
 	const lease = 500 * time.Millisecond
 	c := tg.Client(t)
 	l := s.newLock(t, c, n, Options{Lease: lease})
+	if perCall {
+		l = s.newLock(t, c, n, Options{})
+	}
 	rc := tg.Client(t)
 	rival := s.rival(t, rc, n)
 	start := time.Now()
-	held := lock(t, l, context.Background())
+	var held context.Context
+	if perCall {
+		var err error
+		held, err = l.LockFor(context.Background(), lease)
+		require.NoError(t, err, "LockFor")
+	} else {
+		held = lock(t, l, context.Background())
+	}
 	end := time.Now()
 	// The ctx ends at the lease's end less the drift allowance, counted from the acquiring command.
 	valid := lease - testkit.Drift(lease)

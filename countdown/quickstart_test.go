@@ -1,0 +1,54 @@
+// This file holds the README's quick start for package countdown, as it stands there: quickStart's body
+// is the README's block, and Example_quickStart runs it.
+
+package countdown_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/countdown"
+)
+
+// quickClient returns a Client on an embedded Redis, and a func that stops both; the README's
+// Client is on a server of one's own.
+func quickClient() (*redisync.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
+// quickStart is the README's quick start for package countdown.
+func quickStart(ctx context.Context, c *redisync.Client) error {
+	latch, err := countdown.New(c, "shards-ready")
+	if err != nil {
+		return err
+	}
+	if _, err := latch.TrySetCount(ctx, 8); err != nil { // the coordinator
+		return err
+	}
+	for range 8 { // each of 8 workers, when done (here one after another)
+		if err := latch.CountDown(ctx); err != nil {
+			return err
+		}
+	}
+	return latch.Await(ctx) // everyone waiting goes on at zero; TryAwait(ctx, wait) bounds it
+}
+
+func Example_quickStart() {
+	c, stop := quickClient()
+	defer stop()
+	err := quickStart(context.Background(), c)
+	fmt.Println("every shard ready:", err == nil)
+	// Output: every shard ready: true
+}

@@ -1,0 +1,66 @@
+// This file holds the README's quick start for package ratelimit, as it stands there: quickStart's body
+// is the README's block, and Example_quickStart runs it.
+
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/ratelimit"
+)
+
+// quickClient returns a Client on an embedded Redis, and a func that stops both; the README's
+// Client is on a server of one's own.
+func quickClient() (*redisync.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
+// quickStart is the README's quick start for package ratelimit.
+func quickStart(ctx context.Context, c *redisync.Client) error {
+	rl, err := ratelimit.New(c, "mail-relay")
+	if err != nil {
+		return err
+	}
+	// The first to come sets the rate.
+	if _, err := rl.TrySetRate(ctx, ratelimit.Config{Rate: 10000, Interval: time.Hour}); err != nil {
+		return err
+	}
+	if err := rl.Acquire(ctx, 10); err != nil { // waits until the window has room; TryAcquire(ctx, n, wait) bounds it
+		return err
+	}
+	if err := rl.Release(ctx, 6); err != nil { // gives back permits taken and not used
+		return err
+	}
+	if _, err := rl.UpdateRate(ctx, ratelimit.Config{Rate: 20000, Interval: time.Hour}, ratelimit.KeepState()); err != nil {
+		return err
+	}
+	_, err = rl.Expire(ctx, 48*time.Hour) // ClearExpire(ctx), TTL(ctx)
+	return err
+}
+
+func Example_quickStart() {
+	c, stop := quickClient()
+	defer stop()
+	ctx := context.Background()
+	if err := quickStart(ctx, c); err != nil {
+		panic(err)
+	}
+	rl, _ := ratelimit.New(c, "mail-relay")
+	n, _ := rl.Available(ctx)
+	fmt.Println("permits left in the window:", n)
+	// Output: permits left in the window: 19990
+}

@@ -1,0 +1,75 @@
+// This file holds the README's quick start for package rwlock, as it stands there: quickStart's body
+// is the README's block, and Example_quickStart runs it.
+
+package rwlock_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// quickClient returns a Client on an embedded Redis, and a func that stops both; the README's
+// Client is on a server of one's own.
+func quickClient() (*redisync.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
+// quickStart is the README's quick start for package rwlock.
+func quickStart(ctx context.Context, c *redisync.Client) error {
+	rw, err := rwlock.New(c, "schema")
+	if err != nil {
+		return err
+	}
+	read, err := rw.ReadLock().Lock(ctx) // many readers at once
+	if err != nil {
+		return err
+	}
+	err = check(read)
+	rw.ReadLock().Unlock(read)
+	if err != nil {
+		return err
+	}
+
+	// From ctx, not from read: the read lock's owner would be refused (rwlock.ErrUpgrade).
+	write, err := rw.WriteLock().Lock(ctx) // one writer, no reader
+	if err != nil {
+		return err
+	}
+	defer rw.WriteLock().Unlock(write)
+	return migrate(write)
+}
+
+func check(ctx context.Context) error {
+	fmt.Println("checked under the read lock:", ctx.Err() == nil)
+	return nil
+}
+
+func migrate(ctx context.Context) error {
+	fmt.Println("migrated under the write lock:", ctx.Err() == nil)
+	return nil
+}
+
+func Example_quickStart() {
+	c, stop := quickClient()
+	defer stop()
+	if err := quickStart(context.Background(), c); err != nil {
+		panic(err)
+	}
+	// Output:
+	// checked under the read lock: true
+	// migrated under the write lock: true
+}

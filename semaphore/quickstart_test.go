@@ -1,0 +1,82 @@
+// This file holds the README's quick start for package semaphore, as it stands there: quickStart's body
+// is the README's block, and Example_quickStart runs it.
+
+package semaphore_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// quickClient returns a Client on an embedded Redis, and a func that stops both; the README's
+// Client is on a server of one's own.
+func quickClient() (*redisync.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
+// quickStart is the README's quick start for package semaphore.
+func quickStart(ctx context.Context, c *redisync.Client) error {
+	sem, err := semaphore.New(c, "transcoders")
+	if err != nil {
+		return err
+	}
+	if _, err := sem.TrySetPermits(ctx, 3); err != nil { // only if it was never set
+		return err
+	}
+	return sem.Do(ctx, 1, func(ctx context.Context) error { return transcode(ctx) })
+}
+
+func transcode(context.Context) error {
+	fmt.Println("transcoded holding a permit")
+	return nil
+}
+
+// quickStartExpirable is the README's quick start for the permit-expirable semaphore.
+func quickStartExpirable(ctx context.Context, c *redisync.Client) error {
+	sem, err := semaphore.NewExpirable(c, "api-quota", semaphore.WithLease(time.Minute))
+	if err != nil {
+		return err
+	}
+	if _, err := sem.TrySetPermits(ctx, 10); err != nil {
+		return err
+	}
+	ids, err := sem.Acquire(ctx, 1) // a permit id; it returns to the pool after its lease
+	if err != nil {
+		return err
+	}
+	defer sem.Release(ctx, ids...)
+	return sem.UpdateLease(ctx, ids[0], time.Minute) // still working: extend it
+}
+
+func Example_quickStart() {
+	c, stop := quickClient()
+	defer stop()
+	ctx := context.Background()
+	if err := quickStart(ctx, c); err != nil {
+		panic(err)
+	}
+	if err := quickStartExpirable(ctx, c); err != nil {
+		panic(err)
+	}
+	quota, _ := semaphore.NewExpirable(c, "api-quota")
+	n, _ := quota.Available(ctx)
+	fmt.Println("api-quota permits back in the pool:", n)
+	// Output:
+	// transcoded holding a permit
+	// api-quota permits back in the pool: 10
+}
