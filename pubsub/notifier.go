@@ -63,7 +63,12 @@ type Notifier struct {
 	wg     sync.WaitGroup
 
 	onReconnect atomic.Pointer[func(channels int)] // see OnReconnect
+	changed     atomic.Int64                       // sharded: when a node last ended a subscription (UnixNano)
 }
+
+// topologySettles is how long after a slot move or a failover the notifier routes new subscriptions
+// itself: rueidis refreshes its slot map within a second of meeting the change.
+const topologySettles = 2 * time.Second
 
 type channel struct {
 	name    string
@@ -618,15 +623,17 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 		}
 	}
 	hook := rueidis.WithOnSubscriptionHook(ctx, onSubscription)
-	// The notifier subscribes on the slot's master itself (see slotMaster) rather than where rueidis's
-	// slot map says: after a failover the map names the old master until rueidis next refreshes it,
-	// up to a second later, and the old master, now a replica of the new one, accepts the subscription:
-	// the channel would hear nothing, since releases publish only where someone listens on the master.
+	// After a slot moved or a master failed over, rueidis's slot map names the old master until its
+	// next refresh, up to a second later, and the old master, now a replica of the new one, accepts a
+	// subscription: the channel would hear nothing, since releases publish only where someone listens
+	// on the master. So a subscription that follows such a change is made on the slot's master, which
+	// the notifier finds itself (see slotMaster), and one made shortly after the notifier saw a
+	// change too; any other goes where rueidis routes it, which costs no round trip more.
 	at := ""
 	fails := 0 // rounds in a row that subscribed nothing
 	for {
 		confirmations.Store(0)
-		if at == "" {
+		if at == "" && time.Since(time.Unix(0, n.changed.Load())) < topologySettles {
 			at = n.slotMaster(ctx, name, "")
 		}
 		n.mu.Lock()
@@ -657,19 +664,23 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 			n.poke()
 			return
 		}
+		ours := c.stopping // an unsubscribe of ours, overtaken by a new waiter
 		c.stopping = false
 		n.mu.Unlock()
 		// Still wanted: the subscription ended under us (connection lost, slot moved, or an
 		// unsubscribe overtaken by a new waiter). Messages may have been missed.
 		n.dropped(true, name)
 		moved, isMoved := movedTo(err)
+		if isMoved || (err == nil && !ours) {
+			n.changed.Store(time.Now().UnixNano())
+		}
 		switch {
 		case isMoved:
 			at = moved // the node no longer serves the slot: it named the master that does
-		case err == nil && at != "":
+		case err == nil && !ours:
 			// The node unsubscribed the channel: its slot moved, or its master failed over (Redis 7
-			// tells the subscribers of a slot that leaves a master), or it was an unsubscribe of
-			// ours. The node knows where the slot went.
+			// tells the subscribers of a slot that leaves a master). The node knows where the slot
+			// went.
 			at = n.slotMaster(ctx, name, at)
 		case err != nil:
 			at = "" // the connection, or no confirmation: find the slot's master anew
