@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
@@ -125,5 +127,53 @@ func TestLockTryResentAfterItsRecord(t *testing.T) {
 	}
 	if err := lw.Unlock(held); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFairTryResentAfterItsGrant: a fair lock waiter's try is answered, and its answer lost; the
+// holder's release hands the lock to the waiter meanwhile, marking its record. The try, sent again,
+// finds the lock counted for its owner and takes it as what its first send did: it must take the
+// grant's mark away as a try that finds the grant does, or the waiter's Client, on hearing the grant
+// after the waiter left, gives back the lock the waiter holds, to the next in line. Found by the
+// cluster soak (TestSoakCluster): two holders of the fair lock.
+func TestFairTryResentAfterItsGrant(t *testing.T) {
+	own := testkit.Own(t)
+	proxy := redistest.StartProxy(t, own.Servers[0].Addr)
+	through := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers}
+	h, w := own.Client(t), through.Client(t)
+	const name = "resent-fair"
+	ctx := context.Background()
+	hl := must1(fairlock.New(h, name))
+	hheld, err := hl.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The waiter's try once it listens (fairlock_acquire.lua: 7 KEYS, 12 ARGV, the 10th its tag).
+	f := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: name,
+		Match: func(args []string) bool { return len(args) == 3+7+12 && args[2] == "7" && args[3+7+9] != "" }})
+	t.Cleanup(f.Release)
+	lw := must1(fairlock.New(w, name))
+	got := testkit.Background(func() (context.Context, error) { return lw.TryLock(ctx, 10*time.Second) })
+	if !f.Wait(5 * time.Second) {
+		t.Fatal("the waiter's try did not reach Redis")
+	}
+	if err := hl.Unlock(hheld); err != nil { // hands the lock to the waiter
+		t.Fatal(err)
+	}
+	rdb := own.Redis(t)
+	records := core.Of(h).Names().Prefixed("redisync_fair_waiters", name)
+	if v := testkit.DoString(t, rdb, "HVALS", records); !strings.HasPrefix(v, "-") {
+		t.Fatalf("%s holds %q: the release did not hand the lock over", records, v)
+	}
+	proxy.Drop() // the try's answer is lost: it is sent again, and finds the lock counted for its owner
+	held := testkit.Await(t, got, "the waiter's TryLock")
+	if v := testkit.DoString(t, rdb, "HVALS", records); v != "" {
+		t.Errorf("the waiter holds the lock and the grant's mark is still in %s: %q", records, v)
+	}
+	if err := lw.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	if n := testkit.DoString(t, rdb, "EXISTS", name); n != "0" {
+		t.Fatalf("lock still there after its Unlock: EXISTS %s", n)
 	}
 }
