@@ -644,7 +644,7 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 		var err error
 		if at != "" {
 			err = n.receiveOn(ctx, at, name, onSubscription)
-		} else { // no node answered: rueidis routes it, and resubscribes when its connection breaks
+		} else { // rueidis routes it, and resubscribes when its connection breaks
 			err = n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
 				n.deliver(m.Channel, m.Message)
 			})
@@ -683,7 +683,7 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 			// went.
 			at = n.slotMaster(ctx, name, at)
 		case err != nil:
-			at = "" // the connection, or no confirmation: find the slot's master anew
+			at = "" // the connection, or no confirmation: routed anew
 		}
 		if confirmations.Load() > 0 {
 			fails = 0
