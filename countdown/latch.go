@@ -35,10 +35,10 @@ import (
 )
 
 var (
-	setScript    = lua.Load("count.lua", "once.lua", "countdown_set.lua")
-	downScript   = lua.Load("count.lua", "once.lua", "countdown_down.lua")
-	deleteScript = lua.Load("count.lua", "once.lua", "countdown_delete.lua")
-	countScript  = lua.Load("count.lua", "countdown_count.lua")
+	setScript    = lua.Load("countdown_set.lua")
+	downScript   = lua.Load("countdown_down.lua")
+	deleteScript = lua.Load("countdown_delete.lua")
+	countScript  = lua.Load("countdown_count.lua")
 )
 
 const kind = "countdown latch"

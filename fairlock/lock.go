@@ -42,20 +42,20 @@ var spec = &core.Spec{
 		"records":   "redisync_fair_waiters",   // waiter records, for hand-overs (fairlock_wake.lua)
 	},
 	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua"),
-		"release": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_release.lua"),
-		"renew":   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
-		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
-		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
-		"extend":  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
-		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
+		"acquire": lua.Load("fairlock_acquire.lua"),
+		"release": lua.Load("fairlock_release.lua"),
+		"renew":   lua.Load("rlock_renew.lua"), // the hold is an ordinary lock hash
+		"force":   lua.Load("fairlock_force_release.lua"),
+		"leave":   lua.Load("fairlock_leave.lua"),
+		"extend":  lua.Load("lock_extend.lua"),
+		"state":   lua.Load("lock_state.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,
 }
 
 // waiting counts the waiters (Waiting).
-var waiting = lua.Load("lockhash.lua", "fairlock_waiting.lua")
+var waiting = lua.Load("fairlock_waiting.lua")
 
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.

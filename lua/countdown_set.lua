@@ -1,19 +1,20 @@
 --! KEYS latch channel memo
 --! ARGV count publish rid
--- Set a countdown latch's count, only if it is not set (Redisson's trySetCount); count.lua and
--- once.lua come first. Returns 1 when set (the channel got '1': closed), 0 when the latch already had
--- a count; exactly once by its memo. A key that is not a latch is refused, and left as it is.
-local memo = KEYS[3] .. ARGV[3]
+-- Set a countdown latch's count, only if it is not set (Redisson's trySetCount). Returns 1 when set
+-- (the channel got '1': closed), 0 when the latch already had a count; exactly once by its memo. A
+-- key that is not a latch is refused, and left as it is.
+--! INCLUDE count.lua once.lua
+local latch, channel, memo = KEYS[1], KEYS[2], KEYS[3]
+local count, publish, rid = ARGV[1], ARGV[2], ARGV[3]
+memo = memo .. rid
 local found, reply = recall(memo)
-if found then
-  return reply
-end
-local n, refused = read_latch(KEYS[1])
+if found then return reply end
+local n, refused = read_latch(latch)
 if refused then
   return refused
 elseif n then
   return remember(memo, 0)
 end
-redis.call('set', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], '1')
+redis.call('set', latch, count)
+redis.call(publish, channel, '1')
 return remember(memo, 1)

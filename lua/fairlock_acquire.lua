@@ -2,7 +2,7 @@
 --! ARGV field held rid lease slot reentrant fenced waits publish tag grant numsub
 -- Try to acquire a fair lock (Redisson's RedissonFairLock layout: the lock a HASH owner -> count, the
 -- queue a LIST of owners, FIFO, the deadlines a ZSET owner -> ms by which the waiter must come back).
--- KEYS as fairlock_wake.lua says, which comes first. Replies as core/lock.go says ({0, ms, score}:
+-- KEYS as fairlock_wake.lua says. Replies as core/lock.go says ({0, ms, score}:
 -- the waiter's record was written with that score), exactly once as rlock_try.lua says.
 -- slot: the wait slot in ms; waits: '1' to take a place in the queue when not acquired; tag: the
 -- acquisition's tag when its waiter listens for a hand-over ('' otherwise: no record); grant: the
@@ -20,42 +20,40 @@
 -- anything is written (lockhash.lua, refuse.lua; pass_over reads the queue, the deadlines and the
 -- records first): the fencing increment and the writes to the records go before the lock's and the
 -- queue's.
-local lock, queue, deadlines, prefix, records, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7] .. ARGV[3]
-local me, held, slot, tag = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5]), ARGV[10]
+--! INCLUDE extend.lua fairlock_wake.lua once.lua
+local lock, queue, deadlines, counter, channel, records, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local field, held, rid, lease, slot, reentrant, fenced = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local waits, publish, tag, grant, numsub = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+memo = memo .. rid
 
 -- token takes a fencing token, if the lock hands them out: the token, or nil and the refusal.
 local function token()
-  if ARGV[7] ~= '1' then
+  if fenced ~= '1' then
     return 0
   end
-  local t = redis.pcall('incr', KEYS[4])
+  local t = redis.pcall('incr', counter)
   if type(t) == 'table' then
     --! INCLUDE refuse.lua
-    return nil, refuse(KEYS[4], nil, t.err)
+    return nil, refuse(counter, nil, t.err)
   end
   return t
 end
 
 if MODE == 1 then
-  local m = redis.call('get', memo)
-  if m == '-' then -- the acquisition is over: its waiter left (fairlock_leave.lua)
-    return {0, 1}
-  end
-  if m then
-    local n, t = string.match(m, '^(%d+) (%d+)$')
-    return {1, tonumber(n), tonumber(t)}
-  end
-  local n = tonumber(redis.call('hget', lock, me))
+  -- {0, 1} when the acquisition is over: its waiter left (fairlock_leave.lua).
+  local found, reply = recall(memo)
+  if found then return reply end
+  local n = tonumber(redis.call('hget', lock, field))
   if n == held + 1 then
     -- The first send acquired, or a release handed the lock to this waiter since: then its mark
     -- goes, as a try that finds it takes it, or a leave would give back the lock it holds.
-    local rec = tag ~= '' and redis.pcall('hget', records, me)
+    local rec = tag ~= '' and redis.pcall('hget', records, field)
     local t, granted = string.match(type(rec) == 'string' and rec or '', '^%-(%d+) (%S+)$')
     if granted == tag then
-      redis.call('hdel', records, me)
+      redis.call('hdel', records, field)
       return {1, n, tonumber(t)}
     end
-    return {1, n, ARGV[7] == '1' and tonumber(redis.call('get', KEYS[4])) or 0}
+    return {1, n, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
   end
 end
 
@@ -64,7 +62,7 @@ local count
 if pttl ~= -2 then
   --! INCLUDE lockhash.lua
   local refused
-  count, refused = hold_count(lock, me)
+  count, refused = hold_count(lock, field)
   if refused then
     return refused
   end
@@ -76,17 +74,17 @@ if count then
   if tag ~= '' then
     -- A release may have handed the lock to this waiter: the grant is this acquisition, and its
     -- lease starts again now, since the waiter counts it from this try.
-    local rec = redis.pcall('hget', records, me)
+    local rec = redis.pcall('hget', records, field)
     if type(rec) == 'table' then
       --! INCLUDE refuse.lua
       return refuse(records, nil, rec.err)
     end
     local t, granted = string.match(rec or '', '^%-(%d+) (%S+)$')
     if granted == tag then
-      redis.call('hdel', records, me)
-      extend(lock, ARGV[4])
+      redis.call('hdel', records, field)
+      extend(lock, lease)
       if count ~= held + 1 then
-        redis.call('set', memo, count .. ' ' .. t, 'px', 60000)
+        remember(memo, {1, count, t})
       end
       return {1, count, tonumber(t)}
     end
@@ -94,26 +92,25 @@ if count then
   if MODE == 0 and count ~= held then
     -- Not the count the client expects: a send of this call made again after a connection failure
     -- may have run first (this one was held up on the failed connection). It answers as that did.
-    local m = redis.call('get', memo)
-    if m and m ~= '-' then
-      local n, t = string.match(m, '^(%d+) (%d+)$')
-      return {1, tonumber(n), tonumber(t)}
+    local found, reply = recall(memo)
+    if found and not (reply and reply[1] == 0) then -- a leave's mark ({0, 1}) is for the queue's place
+      return reply
     end
     if count == held + 1 then
-      return {1, count, ARGV[7] == '1' and tonumber(redis.call('get', KEYS[4])) or 0}
+      return {1, count, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
     end
   end
-  if ARGV[6] ~= '1' then
+  if reentrant ~= '1' then
     return {2}
   end
   local tok, refused = token()
   if refused then
     return refused
   end
-  local n = redis.call('hincrby', lock, me, 1)
-  extend(lock, ARGV[4]) -- a re-entry never shortens what an outer hold was promised
+  local n = redis.call('hincrby', lock, field, 1)
+  extend(lock, lease) -- a re-entry never shortens what an outer hold was promised
   if count ~= held then
-    redis.call('set', memo, n .. ' ' .. tok, 'px', 60000)
+    remember(memo, {1, n, tok})
   end
   return {1, n, tok}
 end
@@ -121,44 +118,44 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local head, dropped, refused = pass_over(now, me, ARGV[12])
+local head, dropped, refused = pass_over(now, field, numsub)
 if refused then
   return refused
 end
-if pttl == -2 and (not head or head == me) then
+if pttl == -2 and (not head or head == field) then
   local tok, refused = token()
   if refused then
     return refused
   end
-  local failed = (tag ~= '') and redis.pcall('hdel', records, me)
+  local failed = (tag ~= '') and redis.pcall('hdel', records, field)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(records, nil, failed.err)
   end
   if head then
-    take_head(me, slot)
+    take_head(field, slot)
     -- The next waiter is now the head: tell it, so that it learns when this hold's lease ends (a
     -- lease that ends without a release tells nobody) instead of at its next re-check.
     local next = redis.call('lindex', queue, 0)
     if next then
-      redis.call(ARGV[9], prefix .. next, '0')
+      redis.call(publish, channel .. next, '0')
     end
   end
-  redis.call('hset', lock, me, 1)
-  redis.call('pexpire', lock, ARGV[4])
+  redis.call('hset', lock, field, 1)
+  redis.call('pexpire', lock, lease)
   if held ~= 0 then
-    redis.call('set', memo, '1 ' .. tok, 'px', 60000)
+    remember(memo, {1, 1, tok})
   end
   return {1, 1, tok}
 end
 
 if dropped and pttl == -2 then
-  wake(slot, ARGV[9], ARGV[12])
+  wake(slot, publish, numsub)
 end
 
-local pos = redis.call('lpos', queue, me)
+local pos = redis.call('lpos', queue, field)
 if not pos then
-  if ARGV[8] ~= '1' or redis.call('exists', memo) == 1 then
+  if waits ~= '1' or recall(memo) then
     return {0, pttl} -- no place: not asked for, or the waiter has left already
   end
   -- Redisson's estimate (the last waiter's deadline, or the lock's end, plus one slot), which the
@@ -169,16 +166,16 @@ if not pos then
   local base = last and tonumber(redis.call('zscore', deadlines, last)) or now + math.max(pttl, 0)
   -- The deadline first: a deadlines key of another type, which pass_over reads only when someone
   -- waits, is refused before the queue is written.
-  local failed = redis.pcall('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), me)
+  local failed = redis.pcall('zadd', deadlines, math.max(base + slot, now + (pos + 1) * slot), field)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(deadlines, nil, failed.err)
   end
-  redis.call('rpush', queue, me)
+  redis.call('rpush', queue, field)
 else
   local deadline = now + (pos + 1) * slot
-  if (tonumber(redis.call('zscore', deadlines, me)) or 0) < deadline then
-    redis.call('zadd', deadlines, deadline, me)
+  if (tonumber(redis.call('zscore', deadlines, field)) or 0) < deadline then
+    redis.call('zadd', deadlines, deadline, field)
   end
 end
 
@@ -190,7 +187,7 @@ if pos == 0 and pttl >= 0 then
 end
 if tag ~= '' then
   local score = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  local failed = redis.pcall('hset', records, me, score .. ' ' .. tag .. ' ' .. ARGV[11] .. ' ' .. ARGV[7])
+  local failed = redis.pcall('hset', records, field, score .. ' ' .. tag .. ' ' .. grant .. ' ' .. fenced)
   if type(failed) == 'table' then
     -- Its place in the queue is taken: the waiter, refused, leaves it (fairlock_leave.lua).
     --! INCLUDE refuse.lua

@@ -1,19 +1,20 @@
 --! KEYS lock queue deadlines counter channel records memo
 --! ARGV rid publish slot numsub
 -- Release a fair lock whoever holds it, and wake (or hand the lock to) the first waiter that is still
--- there (fairlock_wake.lua comes first, with the order of KEYS). Returns 1 if the lock was held; the
--- answer is kept under the memo, which a re-sent request answers (MODE 1).
-local memo = KEYS[7] .. ARGV[1]
+-- there (fairlock_wake.lua, with the order of KEYS). Returns 1 if the lock was held; the answer is
+-- kept under the memo, which a re-sent request answers (MODE 1).
+--! INCLUDE fairlock_wake.lua lockhash.lua once.lua
+local lock, memo = KEYS[1], KEYS[7]
+local rid, publish, slot, numsub = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+memo = memo .. rid
 if MODE == 1 then
-  local done = redis.call('get', memo)
-  if done then return tonumber(done) end
+  local found, reply = recall(memo)
+  if found then return reply end
 end
---! INCLUDE lockhash.lua
-local refused = foreign(KEYS[1])
+local refused = foreign(lock)
 if refused then
   return refused -- no lock hash: left as it is
 end
-local held = redis.call('del', KEYS[1])
-wake(tonumber(ARGV[3]), ARGV[2], ARGV[4])
-redis.call('set', memo, held, 'px', 60000)
-return held
+local held = redis.call('del', lock)
+wake(slot, publish, numsub)
+return remember(memo, held)

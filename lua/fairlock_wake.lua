@@ -25,7 +25,7 @@
 -- whether any was dropped; or nil, false and the refusal (refuse.lua) when the queue, the deadlines
 -- or the records hold another type, which it finds before it writes.
 local function pass_over(now, back, numsub)
-  local queue, deadlines, records = KEYS[2], KEYS[3], KEYS[6]
+  local queue, deadlines, prefix, records = KEYS[2], KEYS[3], KEYS[5], KEYS[6]
   local dropped = false
   while true do
     local head = redis.pcall('lindex', queue, 0)
@@ -53,7 +53,7 @@ local function pass_over(now, back, numsub)
       end
       local tried = tonumber((string.match(rec or '', '^(%d+) ')))
       -- A count that cannot be read (an embedded server's reply) keeps the waiter.
-      local listeners = redis.call('pubsub', numsub, KEYS[5] .. head)[2]
+      local listeners = redis.call('pubsub', numsub, prefix .. head)[2]
       if not tried or tried / 1000 + 2000 > now or not listeners or tonumber(listeners) > 0 then
         return head, dropped
       end
@@ -68,10 +68,11 @@ end
 -- take_head(head, slot): head leaves the queue to hold the lock, and everyone behind it moves up one
 -- place, so their deadlines come one slot sooner.
 local function take_head(head, slot)
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], head)
-  for _, w in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
-    redis.call('zincrby', KEYS[3], -slot, w)
+  local queue, deadlines = KEYS[2], KEYS[3]
+  redis.call('lpop', queue)
+  redis.call('zrem', deadlines, head)
+  for _, w in ipairs(redis.call('zrange', deadlines, 0, -1)) do
+    redis.call('zincrby', deadlines, -slot, w)
   end
 end
 

@@ -1,6 +1,6 @@
 --! KEYS lock memo
 --! ARGV owner rid lease reentrant tail
--- A try of a group lock (grouplock.lua comes first): it takes every value of the tail for owner, or
+-- A try of a group lock (grouplock.lua): it takes every value of the tail for owner, or
 -- none. A value is free when nobody holds it, or its holder's expire_time has passed (that holder's
 -- fields go); owner's own live values are entered again (their counts go up), unless reentrant is
 -- '0': {2}. Replies as core/lock.go says: {1, count, 0} when acquired (count: the least hold count
@@ -17,32 +17,25 @@
 --
 -- A name that holds anything but a group lock's hash (a lock's hash, an application's) is refused
 -- before anything is written (foreign): a group lock and a lock on one name never both hold it.
-local group, owner, lease, memo = KEYS[1], ARGV[1], tonumber(ARGV[3]), KEYS[2] .. ARGV[2]
-if MODE ~= 2 then
-  local m = redis.call('get', memo)
-  if m == 'undone' then
-    return {0, 1}
-  end
-  if m then
-    local n, t = string.match(m, '^(%d+) (%d+)$')
-    if n then
-      return {1, tonumber(n), tonumber(t)}
-    end
-  end
-end
-local now, before = now_ms(), redis.call('pttl', group)
+--! INCLUDE grouplock.lua once.lua
+local lock, memo = KEYS[1], KEYS[2]
+local owner, rid, lease, reentrant = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+memo = memo .. rid
+local found, reply = recall(memo)
+if found then return reply end
+local now, before = now_ms(), redis.call('pttl', lock)
 local holders, expiries = {}, {}
 if before ~= -2 then
-  local refused = foreign(group)
+  local refused = foreign(lock)
   if refused then
     return refused
   end
   local wait, mine = -1, false
   for i = 5, #ARGV do
-    local holder = redis.call('hget', group, ARGV[i])
+    local holder = redis.call('hget', lock, ARGV[i])
     holders[i] = holder
     if holder then
-      local e = tonumber(redis.call('hget', group, expire_field(ARGV[i], holder)))
+      local e = tonumber(redis.call('hget', lock, expire_field(ARGV[i], holder)))
       expiries[i] = e
       if e and e > now then
         if holder ~= owner then
@@ -56,7 +49,7 @@ if before ~= -2 then
   if wait >= 0 then
     return {0, wait}
   end
-  if mine and ARGV[4] ~= '1' then
+  if mine and reentrant ~= '1' then
     return {2}
   end
 end
@@ -66,20 +59,19 @@ for i = 5, #ARGV do
   local n = 1
   if holder == owner and e and e > now then
     if e < until_ms then -- a re-entry never shortens what an outer hold was promised
-      redis.call('hset', group, expire_field(v, owner), until_ms)
+      redis.call('hset', lock, expire_field(v, owner), until_ms)
     end
-    n = redis.call('hincrby', group, count_field(v, owner), 1)
+    n = redis.call('hincrby', lock, count_field(v, owner), 1)
   else
     if holder and holder ~= owner then -- its holder's lease ended: its fields go
-      redis.call('hdel', group, expire_field(v, holder), count_field(v, holder))
+      redis.call('hdel', lock, expire_field(v, holder), count_field(v, holder))
     end
     -- Free, or owner's own lease of it ended: its count starts anew.
-    redis.call('hset', group, v, owner, expire_field(v, owner), until_ms, count_field(v, owner), 1)
+    redis.call('hset', lock, v, owner, expire_field(v, owner), until_ms, count_field(v, owner), 1)
   end
   if not count or n < count then
     count = n
   end
 end
-lengthen(group, lease, before)
-redis.call('set', memo, count .. ' 0', 'px', 60000)
-return {1, count, 0}
+lengthen(lock, lease, before)
+return remember(memo, {1, count, 0})

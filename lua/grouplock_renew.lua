@@ -1,10 +1,12 @@
 --! KEYS lock
 --! ARGV field ntail tail
--- Renew a batch of group holds (grouplock.lua comes first). KEYS: one group per hold; ARGV[1] ttl ms,
--- then for each hold its owner, how many values follow, and the values. A hold is renewed when its
+--! BATCH ttl
+-- Renew a batch of group holds (grouplock.lua). KEYS: one group per hold; ARGV: ttl in ms, then for
+-- each hold its owner, how many values follow, and the values. A hold is renewed when its
 -- owner still names every value: each expire_time becomes ttl from now unless it has more left, and
 -- the hash lives ttl at least. Returns one integer per hold: 1 renewed, 0 no longer held (nothing of
 -- it is renewed then). A key of the wrong type counts as not held instead of failing the batch.
+--! INCLUDE grouplock.lua
 local ttl = tonumber(ARGV[1])
 local now = now_ms()
 local out, at = {}, 2

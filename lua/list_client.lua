@@ -5,12 +5,14 @@
 -- listed (rlock_wake.lua), and a client that listened before it was listed would look like a Java
 -- waiter. Sending it twice does what sending it once does. A record of another type is refused, and
 -- left as it is (refuse.lua).
+local clients = KEYS[1]
+local client, window, linger = ARGV[1], ARGV[2], ARGV[3]
 local t = redis.call('time')
-local keep = tonumber(ARGV[2]) + tonumber(ARGV[3])
-local failed = redis.pcall('zadd', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000) + keep, ARGV[1])
+local keep = tonumber(window) + tonumber(linger)
+local failed = redis.pcall('zadd', clients, t[1] * 1000 + math.floor(t[2] / 1000) + keep, client)
 if type(failed) == 'table' then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[1], nil, failed.err)
+  return refuse(clients, nil, failed.err)
 end
-redis.call('pexpire', KEYS[1], keep)
+redis.call('pexpire', clients, keep)
 return 1

@@ -1,25 +1,8 @@
 --! KEYS lock memo
 --! ARGV field lease rid
--- Extend one owner's hold of a lock hash (once.lua and extend.lua come first, then lockhash.lua, or
--- rwlock_mode.lua for a write hold, whose foreign tells a name that holds other data): the lock lives
--- at least lease ms from now when field's owner holds it, and is never shortened (another hold of the
--- owner may have been promised more). Replies 1, or 0 when the owner does not hold it, or the refusal
--- of a name that holds anything but the lock's hash, before anything is written.
---
--- Exactly once (core/once.go): the reply is kept under the call's memo, which a send made again
--- after a lost answer, or a first send that reaches Redis after it, answers instead of extending
--- again from a later now.
-local memo = KEYS[2] .. ARGV[3]
-local found, reply = recall(memo)
-if found then
-  return reply
-end
-if redis.pcall('hexists', KEYS[1], ARGV[1]) ~= 1 then
-  local refused = foreign(KEYS[1])
-  if refused then
-    return refused
-  end
-  return remember(memo, 0)
-end
-extend(KEYS[1], ARGV[2])
-return remember(memo, 1)
+-- Extend one owner's hold of a lock kept as Redisson's lock hash (rlock, spinlock, fairlock), as
+-- hold_extend.lua says; a name that holds anything but a lock hash is refused (lockhash.lua).
+--! INCLUDE lockhash.lua hold_extend.lua
+local lock, memo = KEYS[1], KEYS[2]
+local field, lease, rid = ARGV[1], ARGV[2], ARGV[3]
+return extend_hold(lock, field, lease, memo .. rid, foreign)

@@ -18,12 +18,17 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 )
 
 //go:embed *.lua
 var files embed.FS
+
+// MemoTTL is how long a library script keeps a call's memo, its answer to a send made again (see
+// Resent), at most: the loader gives every script the constant MEMO_TTL, in ms, as it gives MODE.
+const MemoTTL = time.Minute
 
 // Script is one Lua script. It is safe for concurrent use.
 type Script struct {
@@ -34,9 +39,10 @@ type Script struct {
 	keys []string // the names its header declares: "--! KEYS a b c"
 	args []string // "--! ARGV x y z"
 
-	// The library's scripts start with "local MODE = 0"; the same script with MODE 1 is sent again
-	// after a lost answer, and with MODE 2 to undo a call whose answer never came (see Resent).
-	modes   bool
+	// The library's scripts start with "local MODE, MEMO_TTL = 0, <ms>"; the same script with MODE 1
+	// is sent again after a lost answer, and with MODE 2 to undo a call whose answer never came (see
+	// Resent).
+	body    string // what follows that line; "" for a script of one's own
 	mode    int
 	once    sync.Once
 	variant [2]*Script
@@ -47,21 +53,19 @@ func New(name, src string) *Script {
 	return &Script{name: name, src: src, sha: sha(src), lua: rueidis.NewLuaScript(src)}
 }
 
-// Load returns the library's script made of the embedded files names, in order: the first ones can
-// define functions that the last one calls, so that scripts share code without a round trip. A line
-// "--! INCLUDE a.lua b.lua" in a file stands for those files, there: code that only a rare branch
-// needs is then defined in that branch, and costs the common path nothing (every call runs the whole
-// chunk, and each function it defines is made anew). The script's KEYS and ARGV are those the last
-// file declares in its header. It panics when a file is missing, which only a mistake in this module
-// can cause, and any test that loads the package finds.
-func Load(names ...string) *Script {
-	parts := make([]string, len(names))
-	for i, name := range names {
-		parts[i] = expand(name, 0)
-	}
-	main := parts[len(parts)-1]
-	s := build(names[len(names)-1], strings.Join(parts, "\n"), 0)
-	s.keys, s.args = declared(main, "KEYS"), declared(main, "ARGV")
+// Load returns the library's script in the embedded file name, which is the whole recipe: a line
+// "--! INCLUDE a.lua b.lua" in it stands for those files, there (and so on, in them), so that
+// scripts share code without a round trip. Code that only a rare branch needs is included in that
+// branch, and costs the common path nothing (every call runs the whole chunk, and each function it
+// defines is made anew). The script's KEYS and ARGV are those its own header declares ("--! KEYS a
+// b", "--! ARGV x y"; a batch, whose KEYS and ARGV repeat per item, names the ARGV before its items
+// on a line "--! BATCH ttl"), and it names them once, at its top, in that order. It panics when a
+// file is missing, which only a mistake in this module can cause, and any test that loads the
+// package finds.
+func Load(name string) *Script {
+	s := build(name, expand(name, 0), 0)
+	b, _ := files.ReadFile(name)
+	s.keys, s.args = declared(string(b), "KEYS"), declared(string(b), "ARGV")
 	return s
 }
 
@@ -84,10 +88,10 @@ func expand(name string, depth int) string {
 	return strings.Join(lines, "\n")
 }
 
-// build prefixes src with its mode.
-func build(name, src string, mode int) *Script {
-	src = fmt.Sprintf("local MODE = %d\n%s", mode, src)
-	return &Script{name: name, src: src, sha: sha(src), lua: rueidis.NewLuaScript(src), modes: true, mode: mode}
+// build prefixes body with its mode and the memos' TTL.
+func build(name, body string, mode int) *Script {
+	src := fmt.Sprintf("local MODE, MEMO_TTL = %d, %d\n%s", mode, MemoTTL.Milliseconds(), body)
+	return &Script{name: name, src: src, sha: sha(src), lua: rueidis.NewLuaScript(src), body: body, mode: mode}
 }
 
 func sha(src string) string {
@@ -98,7 +102,7 @@ func sha(src string) string {
 // declared reads the names a header line "--! WHAT name name ..." gives.
 func declared(src, what string) []string {
 	for _, line := range strings.Split(src, "\n") {
-		if rest, ok := strings.CutPrefix(line, "--! "+what); ok {
+		if rest, ok := strings.CutPrefix(line, "--! "+what+" "); ok {
 			return strings.Fields(rest)
 		}
 	}
@@ -144,13 +148,12 @@ func (s *Script) Resent() *Script {
 func (s *Script) Undo() *Script { return s.variantOf(2) }
 
 func (s *Script) variantOf(m int) *Script {
-	if !s.modes || !strings.Contains(s.src[len("local MODE = 0\n"):], "MODE") {
+	if !strings.Contains(s.body, "MODE") {
 		return s
 	}
 	s.once.Do(func() {
-		body := s.src[len("local MODE = 0\n"):]
 		for i := range s.variant {
-			v := build(s.name, body, i+1)
+			v := build(s.name, s.body, i+1)
 			v.keys, v.args = s.keys, s.args
 			s.variant[i] = v
 		}

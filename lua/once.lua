@@ -1,14 +1,18 @@
--- Exactly once for the scripts whose effect leaves no trace to tell a second send by (a count of
--- permits, of a latch): see core/once.go. A send keeps its reply under the call's memo (the memo
--- prefix in KEYS and the call's request id) for 60 s, or until the client, which has the answer,
--- deletes it; the same call sent again after a lost answer (MODE 1) answers that instead of acting
--- again, and so does a first send that reaches Redis after it (held up on the connection that
--- failed, and run once a stalled server reads it).
+-- Exactly once (core/once.go): every script that changes state includes this file, and reads and
+-- writes its call's memo through it alone. A memo is a key, the memos' prefix in KEYS completed by
+-- the call's request id, under which a send keeps its reply for MEMO_TTL ms (the loader gives it, as
+-- it gives MODE), or until the client, which has the answer, deletes it. The same call sent again
+-- after a lost answer (MODE 1) answers that instead of acting again, and so does a first send that
+-- reaches Redis after it (held up on the connection that failed, and run once a stalled server reads
+-- it). A script whose call leaves a trace that tells its sends apart (the hold count the client
+-- expects) keeps a memo only where the trace cannot tell, and reads it only then.
 --
--- recall(memo): true and the reply kept under memo, or false when there is none (a first send, or
--- the first send never ran).
--- remember(memo, reply): keeps reply (nil, an integer, or an array of integers) under memo, and
--- returns it.
+-- A memo holds a reply, 'n' (nil), 'i<integer>' or 'a<integer>,<integer>,...' (an array of
+-- integers), or 'undone': the call was given back, and a send of it still on its way does nothing.
+--
+-- recall(memo): true and the reply kept under memo ('undone': nil), or false when there is none (a
+-- first send, or the first send never ran). An undo (MODE 2), whose memo is the acquisition's that
+-- it gives back, recalls nothing.
 local function recall(memo)
   if MODE == 2 then
     return false
@@ -16,9 +20,6 @@ local function recall(memo)
   local m = redis.call('get', memo)
   if not m then
     return false
-  end
-  if m == 'undone' then
-    return true, nil -- given back after its caller gave up: a send still on its way does nothing
   end
   local kind, rest = string.sub(m, 1, 1), string.sub(m, 2)
   if kind == 'i' then
@@ -33,7 +34,12 @@ local function recall(memo)
   return true, nil
 end
 
+-- remember(memo, reply): keeps reply (nil, an integer, or an array of integers) under memo, and
+-- returns it. An undo keeps nothing: its memo is the acquisition's, which says 'undone'.
 local function remember(memo, reply)
+  if MODE == 2 then
+    return reply
+  end
   local m = 'n'
   if type(reply) == 'number' then
     m = 'i' .. string.format('%.0f', reply)
@@ -44,6 +50,25 @@ local function remember(memo, reply)
     end
     m = 'a' .. table.concat(parts, ',')
   end
-  redis.call('set', memo, m, 'px', 60000)
+  redis.call('set', memo, m, 'px', MEMO_TTL)
   return reply
+end
+
+-- undone(memo, took): in an undo (MODE 2), true when there is nothing to give back of the acquisition
+-- whose memo is memo: it was given back already, or it kept no memo and took is not true (took: what
+-- the script finds of the acquisition's own trace, the hold count it would have made; nil where it
+-- leaves none, and its memo alone tells). Otherwise false, and the memo says 'undone' from now on,
+-- so that an undo sent again gives back nothing more. An acquisition that left neither (took nil) may
+-- still be on its way: its memo says 'undone' too, and it takes nothing when it comes. In any other
+-- mode it reads nothing, and answers false.
+local function undone(memo, took)
+  if MODE ~= 2 then
+    return false
+  end
+  local m = redis.call('get', memo)
+  if m == 'undone' or (not m and took == false) then
+    return true
+  end
+  redis.call('set', memo, 'undone', 'px', MEMO_TTL)
+  return not m and took == nil
 end

@@ -1,20 +1,21 @@
--- Shared by the rate limiter's scripts (Redisson's RRateLimiter layout).
--- KEYS[1] the limiter: a hash of rate, interval (ms), type ('0' OVERALL, '1' PER_CLIENT) and
--- keepAliveTime (ms); KEYS[2] {name}:value and KEYS[4] {name}:permits, the OVERALL window;
--- KEYS[3] {name}:value:<client id> and KEYS[5] {name}:permits:<client id>, this client's PER_CLIENT
+-- Shared by the rate limiter's scripts (Redisson's RRateLimiter layout), whose KEYS begin alike:
+-- limiter, a hash of rate, interval (ms), type ('0' OVERALL, '1' PER_CLIENT) and keepAliveTime (ms);
+-- value ({name}:value) and permits ({name}:permits), the OVERALL window; clientvalue
+-- ({name}:value:<client id>) and clientpermits ({name}:permits:<client id>), this client's PER_CLIENT
 -- window. A window is the permits left (a string) and the grants made within the last interval: a
 -- sorted set of struct.pack('Bc0I', #id, id, permits) members (a one-byte length, a random id, the
 -- permits as a 4-byte little-endian unsigned int) scored by the grant's time in ms.
 --
--- limiter() returns rate, interval, keepAliveTime and the window's value and permits keys, or nil
--- when the limiter is not set; err when KEYS[1] is not a rate limiter (a hash of other fields, a key
--- of another type), found before anything is written.
-local function limiter()
-  local f = redis.pcall('hmget', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
+-- settings() returns rate, interval, keepAliveTime and the window's value and permits keys, or nil
+-- when the limiter is not set; err when the limiter's key is not a rate limiter (a hash of other
+-- fields, a key of another type), found before anything is written.
+local function settings()
+  local limiter, value, clientvalue, permits, clientpermits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+  local f = redis.pcall('hmget', limiter, 'rate', 'interval', 'type', 'keepAliveTime')
   if f.err then
     return 'err'
   end
-  if not f[1] and not f[2] and not f[3] and redis.call('exists', KEYS[1]) == 0 then
+  if not f[1] and not f[2] and not f[3] and redis.call('exists', limiter) == 0 then
     return nil
   end
   local rate, interval = tonumber(f[1]), tonumber(f[2])
@@ -22,15 +23,17 @@ local function limiter()
     return 'err'
   end
   if f[3] == '1' then
-    return rate, interval, tonumber(f[4]) or 0, KEYS[3], KEYS[5]
+    return rate, interval, tonumber(f[4]) or 0, clientvalue, clientpermits
   end
-  return rate, interval, tonumber(f[4]) or 0, KEYS[2], KEYS[4]
+  return rate, interval, tonumber(f[4]) or 0, value, permits
 end
 
--- not_limiter(): the refusal of KEYS[1], which is no rate limiter (refuse.lua says what it is).
+-- not_limiter(): the refusal of the limiter's key, which is no rate limiter (refuse.lua says what it
+-- is).
 local function not_limiter()
+  local limiter = KEYS[1]
   --! INCLUDE refuse.lua
-  return refuse(KEYS[1])
+  return refuse(limiter)
 end
 
 -- now_ms: the server's clock, the only one the windows are kept by.
@@ -112,13 +115,14 @@ end
 -- keep_alive(keep, value, permits): after an acquisition, Redisson's expiry rule: with a keep-alive
 -- every key lives that long from now; without, the window takes the limiter's TTL, if it has one.
 local function keep_alive(keep, value, permits)
+  local limiter = KEYS[1]
   if keep > 0 then
-    redis.call('pexpire', KEYS[1], keep)
+    redis.call('pexpire', limiter, keep)
     redis.call('pexpire', value, keep)
     redis.call('pexpire', permits, keep)
     return
   end
-  local ttl = redis.call('pttl', KEYS[1])
+  local ttl = redis.call('pttl', limiter)
   if ttl > 0 then
     redis.call('pexpire', value, ttl)
     redis.call('pexpire', permits, ttl)

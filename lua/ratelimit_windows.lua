@@ -1,14 +1,16 @@
 -- foreign_window(): the refusal (refuse.lua) of a rate limiter's window key that holds another type
--- (KEYS[2] and KEYS[3] keep a number, KEYS[4] and KEYS[5] a sorted set: ratelimit_window.lua), or
--- nil: the scripts that delete or expire the windows whole (Delete, Expire, SetRate) ask first, and
--- leave someone else's key alone.
+-- (value and clientvalue keep a number, permits and clientpermits a sorted set: ratelimit_window.lua),
+-- or nil: the scripts that delete or expire the windows whole (Delete, Expire, SetRate) ask first,
+-- and leave someone else's key alone.
 local function foreign_window()
-  for i = 2, 5 do
-    local t = redis.call('type', KEYS[i])
+  local value, clientvalue, permits, clientpermits = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+  for _, w in ipairs({{value, 'string'}, {clientvalue, 'string'}, {permits, 'zset'}, {clientpermits, 'zset'}}) do
+    local key, want = w[1], w[2]
+    local t = redis.call('type', key)
     t = type(t) == 'table' and t.ok or t
-    if t ~= 'none' and (t ~= (i < 4 and 'string' or 'zset') or (i < 4 and not tonumber(redis.call('get', KEYS[i])))) then
+    if t ~= 'none' and (t ~= want or (want == 'string' and not tonumber(redis.call('get', key)))) then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[i])
+      return refuse(key)
     end
   end
   return nil

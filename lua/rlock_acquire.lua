@@ -11,37 +11,37 @@
 -- A name that holds anything but a lock hash, or a side key of another type, is refused before the
 -- lock or a record is written (lockhash.lua, refuse.lua): the writes that can fail on a side key (the
 -- fencing increment, removing the waiter's record) go before the lock's own.
-local held = tonumber(ARGV[2])
+--! INCLUDE once.lua
+local lock, counter, waiters, clients, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local field, held, rid, lease, reentrant, fenced = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local window, client, linger, recorded, tag = ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+memo = memo .. rid
 if MODE == 1 then
-  local m = redis.call('get', KEYS[5] .. ARGV[3])
-  if m then
-    local n, t = string.match(m, '^(%d+) (%d+)$')
-    return {1, tonumber(n), tonumber(t)}
-  end
-  local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+  local found, reply = recall(memo)
+  if found then return reply end
+  local n = tonumber(redis.call('hget', lock, field))
   if n == held + 1 then
-    redis.call('zrem', KEYS[3], ARGV[11])
-    return {1, n, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+    redis.call('zrem', waiters, tag)
+    return {1, n, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
   end
 end
-local ttl = redis.call('pttl', KEYS[1])
+local ttl = redis.call('pttl', lock)
 local free = ttl == -2
 local count = 0
 if not free then
   --! INCLUDE lockhash.lua
   local refused
-  count, refused = hold_count(KEYS[1], ARGV[1])
+  count, refused = hold_count(lock, field)
   if refused then
     return refused
   end
 end
-local lease = tonumber(ARGV[4])
 local turn = false
 if free then
-  turn = redis.pcall('zscore', KEYS[3], '~java')
+  turn = redis.pcall('zscore', waiters, '~java')
   if type(turn) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3], nil, turn.err)
+    return refuse(waiters, nil, turn.err)
   end
   turn = tonumber(turn)
 end
@@ -50,30 +50,30 @@ if turn then
   local t = redis.call('time')
   local left = math.ceil((turn - (t[1] * 1000000 + t[2])) / 1000)
   if left > 0 then
-    if ARGV[7] ~= '0' then
+    if window ~= '0' then
       --! INCLUDE record.lua
-      local score, refused = record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
+      local score, refused = record(waiters, clients, tag, window, client, linger, lease)
       return refused or {0, left, score}
     end
     return {0, left}
   end
 end
-if count > 0 and ARGV[10] == '1' then
+if count > 0 and recorded == '1' then
   -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
   -- acquisition, and its lease starts again now, since the waiter counts it from this try.
-  local mark = redis.pcall('zscore', KEYS[3], ARGV[11])
+  local mark = redis.pcall('zscore', waiters, tag)
   if type(mark) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3], nil, mark.err)
+    return refuse(waiters, nil, mark.err)
   end
   mark = tonumber(mark)
   if mark and mark <= 0 then
-    redis.call('zrem', KEYS[3], ARGV[11])
+    redis.call('zrem', waiters, tag)
     if ttl < lease then
-      redis.call('pexpire', KEYS[1], lease)
+      redis.call('pexpire', lock, lease)
     end
     if count ~= held + 1 then
-      redis.call('set', KEYS[5] .. ARGV[3], count .. ' ' .. -mark, 'px', 60000)
+      remember(memo, {1, count, -mark})
     end
     return {1, count, -mark}
   end
@@ -81,48 +81,45 @@ end
 if MODE == 0 and count > 0 and count ~= held then
   -- Not the count the client expects: a send of this call made again after a connection failure may
   -- have run first (this one was held up on the failed connection). It answers as that send did.
-  local m = redis.call('get', KEYS[5] .. ARGV[3])
-  if m then
-    local n, t = string.match(m, '^(%d+) (%d+)$')
-    return {1, tonumber(n), tonumber(t)}
-  end
+  local found, reply = recall(memo)
+  if found then return reply end
   if count == held + 1 then
-    redis.call('zrem', KEYS[3], ARGV[11])
-    return {1, count, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+    redis.call('zrem', waiters, tag)
+    return {1, count, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
   end
 end
 if free or count > 0 then
-  if count > 0 and ARGV[5] ~= '1' then
+  if count > 0 and reentrant ~= '1' then
     return {2}
   end
   local token = 0
-  if ARGV[6] == '1' then
-    token = redis.pcall('incr', KEYS[2])
+  if fenced == '1' then
+    token = redis.pcall('incr', counter)
     if type(token) == 'table' then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[2], nil, token.err)
+      return refuse(counter, nil, token.err)
     end
   end
   -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
   -- lost: a record left behind would have a release hand this owner the lock again.
-  local failed = (ARGV[10] == '1' or MODE == 1) and redis.pcall('zrem', KEYS[3], ARGV[11])
+  local failed = (recorded == '1' or MODE == 1) and redis.pcall('zrem', waiters, tag)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3], nil, failed.err)
+    return refuse(waiters, nil, failed.err)
   end
-  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  local n = redis.call('hincrby', lock, field, 1)
   -- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
   if ttl < lease then
-    redis.call('pexpire', KEYS[1], lease)
+    redis.call('pexpire', lock, lease)
   end
   if count ~= held then
-    redis.call('set', KEYS[5] .. ARGV[3], n .. ' ' .. token, 'px', 60000)
+    remember(memo, {1, n, token})
   end
   return {1, n, token}
 end
-if ARGV[7] ~= '0' then
+if window ~= '0' then
   --! INCLUDE record.lua
-  local score, refused = record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
+  local score, refused = record(waiters, clients, tag, window, client, linger, lease)
   return refused or {0, ttl, score}
 end
 return {0, ttl}

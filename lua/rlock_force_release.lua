@@ -3,20 +3,20 @@
 -- Release a lock whoever holds it. Returns 1 if it was held; the answer is kept under the memo,
 -- which a re-sent request answers (MODE 1). A name that holds anything but a lock hash is refused,
 -- and left as it is (lockhash.lua).
---! INCLUDE wake_records.lua rlock_wake.lua
-local memo = KEYS[7] .. ARGV[1]
+--! INCLUDE wake_records.lua rlock_wake.lua lockhash.lua once.lua
+local lock, memo = KEYS[1], KEYS[7]
+local rid, publish, numsub = ARGV[1], ARGV[2], ARGV[3]
+memo = memo .. rid
 if MODE == 1 then
-  local done = redis.call('get', memo)
-  if done then return tonumber(done) end
+  local found, reply = recall(memo)
+  if found then return reply end
 end
---! INCLUDE lockhash.lua
-local refused = foreign(KEYS[1])
+local refused = foreign(lock)
 if refused then
   return refused
 end
-local held = redis.call('del', KEYS[1])
+local held = redis.call('del', lock)
 if held == 1 then
-  wake(ARGV[2], ARGV[3])
+  wake(publish, numsub)
 end
-redis.call('set', memo, held, 'px', 60000)
-return held
+return remember(memo, held)

@@ -18,63 +18,62 @@
 -- released (held - 1 left, or none when held was 1), before it releases.
 -- MODE 2 gives back an acquisition whose answer never came, under that acquisition's rid: held
 -- counts it. It took effect if it kept a memo, or if the owner's count is the one it made; the memo
--- then says 'undone', so that a give-back sent again gives back nothing more.
+-- then says 'undone', so that a give-back sent again gives back nothing more (once.lua's undone).
+--! INCLUDE once.lua
+local lock, waiters, clients, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
+local field, held, rid, lease, publish, numsub, waits = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+memo = memo .. rid
 if MODE == 1 then
-  local done = redis.call('get', KEYS[7] .. ARGV[3])
-  if done then return tonumber(done) end
+  local found, reply = recall(memo)
+  if found then return reply end
 end
-local count = redis.pcall('hget', KEYS[1], ARGV[1])
+local count = redis.pcall('hget', lock, field)
 if type(count) == 'table' then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[1], nil, count.err)
+  return refuse(lock, nil, count.err)
 end
 count = tonumber(count)
-if not count and redis.call('exists', KEYS[1]) == 1 then
+if not count and redis.call('exists', lock) == 1 then
   --! INCLUDE lockhash.lua
-  local _, refused = hold_count(KEYS[1], ARGV[1])
+  local _, refused = hold_count(lock, field)
   if refused then
     return refused
   end
 end
-if MODE == 2 then
-  local m = redis.call('get', KEYS[7] .. ARGV[3])
-  if m == 'undone' or (not m and count ~= tonumber(ARGV[2])) then
-    return -3
-  end
-  redis.call('set', KEYS[7] .. ARGV[3], 'undone', 'px', 60000)
+if undone(memo, count == held) then
+  return -3
 end
 if not count then
-  if MODE == 1 and ARGV[2] == '1' then return 0 end -- the first send released the last hold
+  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
   return -1
 end
-if MODE ~= 2 and count == tonumber(ARGV[2]) - 1 then
+if MODE ~= 2 and count == held - 1 then
   return count -- the first send released it
 end
 if count > 1 then
-  local held = tonumber(ARGV[2])
-  redis.call('hincrby', KEYS[1], ARGV[1], -1)
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) then -- the holds left keep what they were promised
-    redis.call('pexpire', KEYS[1], ARGV[4])
+  redis.call('hincrby', lock, field, -1)
+  if redis.call('pttl', lock) < tonumber(lease) then -- the holds left keep what they were promised
+    redis.call('pexpire', lock, lease)
   end
-  if count ~= held and MODE ~= 2 then
-    redis.call('set', KEYS[7] .. ARGV[3], count - 1, 'px', 60000)
+  if count ~= held then
+    remember(memo, count - 1)
   end
   return count - 1
 end
-redis.call('del', KEYS[1])
+redis.call('del', lock)
 -- Every waiter of ours listens on the lock's channel too: when nobody does, nobody waits. Where
 -- subscriber counts cannot be trusted (numsub ''), every waiter is woken as Redisson does.
-if ARGV[6] == '' then
-  redis.call(ARGV[5], KEYS[5], '0')
+if numsub == '' then
+  redis.call(publish, channel, '0')
   return 0
 end
-local listening = redis.call('pubsub', ARGV[6], KEYS[5])[2]
+local listening = redis.call('pubsub', numsub, channel)[2]
 if listening > 0 then
   --! INCLUDE wake_records.lua rlock_wake.lua
-  wake(ARGV[5], ARGV[6], listening)
-elseif ARGV[7] == '1' then
+  wake(publish, numsub, listening)
+elseif waits == '1' then
   -- Record keys of another type are left alone.
-  redis.pcall('zremrangebyrank', KEYS[3], 0, -1)
-  redis.pcall('zremrangebyrank', KEYS[4], 0, -1)
+  redis.pcall('zremrangebyrank', waiters, 0, -1)
+  redis.pcall('zremrangebyrank', clients, 0, -1)
 end
 return 0

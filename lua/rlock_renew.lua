@@ -1,14 +1,17 @@
 --! KEYS lock
 --! ARGV field
--- Renew a batch of lock holds (hash field = owner); extend.lua comes first.
--- KEYS: one lock per hold; ARGV[1] ttl ms, ARGV[1+i] owner field of hold i.
+--! BATCH ttl
+-- Renew a batch of lock holds (hash field = owner). KEYS: one lock per hold; ARGV: ttl in ms, then
+-- the owner field of each hold.
 -- Returns one integer per hold: 1 renewed, 0 no longer held. A key of the wrong type counts as not
 -- held instead of failing the whole batch.
+--! INCLUDE extend.lua
+local ttl = ARGV[1]
 local out = {}
 for i = 1, #KEYS do
   local held = redis.pcall('hexists', KEYS[i], ARGV[i + 1])
   if held == 1 then
-    extend(KEYS[i], ARGV[1]) -- a hold re-entered with a longer fixed lease keeps it
+    extend(KEYS[i], ttl) -- a hold re-entered with a longer fixed lease keeps it
     out[i] = 1
   else
     out[i] = 0

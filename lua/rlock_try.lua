@@ -12,66 +12,64 @@
 -- A name that holds anything but a lock hash, or a side key of another type, is refused before
 -- anything is written (lockhash.lua, refuse.lua): the fencing increment, which can fail on a counter
 -- that is not one, goes before the lock's own writes.
+--! INCLUDE once.lua
+local lock, counter, waiters, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local field, held, rid, lease, reentrant, fenced = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+memo = memo .. rid
 if MODE == 1 then
-  local m = redis.call('get', KEYS[4] .. ARGV[3])
-  if m then
-    local n, t = string.match(m, '^(%d+) (%d+)$')
-    return {1, tonumber(n), tonumber(t)}
-  end
-  local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
-  if n == tonumber(ARGV[2]) + 1 then
-    return {1, n, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+  local found, reply = recall(memo)
+  if found then return reply end
+  local n = tonumber(redis.call('hget', lock, field))
+  if n == held + 1 then
+    return {1, n, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
   end
 end
-if redis.call('exists', KEYS[1], KEYS[3]) == 0 then
+if redis.call('exists', lock, waiters) == 0 then
   -- Free, with no waiter recorded and no Java waiter's turn (whose mark is among the records): the
   -- acquisition is Redisson's own, and replies the count alone when it takes no token.
   local tok = 0
-  if ARGV[6] == '1' then
-    tok = redis.pcall('incr', KEYS[2])
+  if fenced == '1' then
+    tok = redis.pcall('incr', counter)
     if type(tok) == 'table' then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[2], nil, tok.err)
+      return refuse(counter, nil, tok.err)
     end
   end
-  redis.call('hset', KEYS[1], ARGV[1], 1)
-  redis.call('pexpire', KEYS[1], ARGV[4])
-  if ARGV[6] ~= '1' and ARGV[2] == '0' then
+  redis.call('hset', lock, field, 1)
+  redis.call('pexpire', lock, lease)
+  if fenced ~= '1' and held == 0 then
     return 1
   end
-  if ARGV[2] ~= '0' then
-    redis.call('set', KEYS[4] .. ARGV[3], '1 ' .. tok, 'px', 60000)
+  if held ~= 0 then
+    remember(memo, {1, 1, tok})
   end
   return {1, 1, tok}
 end
-local ttl = redis.call('pttl', KEYS[1])
+local ttl = redis.call('pttl', lock)
 local count = 0
 if ttl ~= -2 then
   --! INCLUDE lockhash.lua
   local refused
-  count, refused = hold_count(KEYS[1], ARGV[1])
+  count, refused = hold_count(lock, field)
   if refused then
     return refused
   end
 end
-if MODE == 0 and count > 0 and count ~= tonumber(ARGV[2]) then
+if MODE == 0 and count > 0 and count ~= held then
   -- Not the count the client expects: a send of this call made again after a connection failure may
   -- have run first (this one was held up on the failed connection). It answers as that send did.
-  local m = redis.call('get', KEYS[4] .. ARGV[3])
-  if m then
-    local n, t = string.match(m, '^(%d+) (%d+)$')
-    return {1, tonumber(n), tonumber(t)}
-  end
-  if count == tonumber(ARGV[2]) + 1 then
-    return {1, count, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
+  local found, reply = recall(memo)
+  if found then return reply end
+  if count == held + 1 then
+    return {1, count, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
   end
 end
 if ttl == -2 then
   -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
-  local turn = redis.pcall('zscore', KEYS[3], '~java')
+  local turn = redis.pcall('zscore', waiters, '~java')
   if type(turn) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[3], nil, turn.err)
+    return refuse(waiters, nil, turn.err)
   end
   turn = tonumber(turn)
   if turn then
@@ -83,23 +81,23 @@ if ttl == -2 then
   end
 elseif count == 0 then
   return {0, ttl}
-elseif ARGV[5] ~= '1' then
+elseif reentrant ~= '1' then
   return {2}
 end
 local tok = 0
-if ARGV[6] == '1' then
-  tok = redis.pcall('incr', KEYS[2])
+if fenced == '1' then
+  tok = redis.pcall('incr', counter)
   if type(tok) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2], nil, tok.err)
+    return refuse(counter, nil, tok.err)
   end
 end
-local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
+local n = redis.call('hincrby', lock, field, 1)
 -- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
-if ttl < tonumber(ARGV[4]) then
-  redis.call('pexpire', KEYS[1], ARGV[4])
+if ttl < tonumber(lease) then
+  redis.call('pexpire', lock, lease)
 end
-if count ~= tonumber(ARGV[2]) then
-  redis.call('set', KEYS[4] .. ARGV[3], n .. ' ' .. tok, 'px', 60000)
+if count ~= held then
+  remember(memo, {1, n, tok})
 end
 return {1, n, tok}

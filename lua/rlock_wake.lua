@@ -1,5 +1,5 @@
--- Directed wake-up, and hand-over, for the waiters of a lock kept as Redisson's hash (wake_records.lua
--- comes first). The scripts include it where they wake (lua.Load's INCLUDE).
+-- Directed wake-up, and hand-over, for the waiters of a lock kept as Redisson's hash. The scripts
+-- include it, after wake_records.lua, where they wake (lua.Load's INCLUDE).
 --
 -- Redisson wakes waiters by publishing '0' on the lock's channel, which every waiting process hears:
 -- with N processes waiting, N-1 of them try in vain after each release. Our waiters also leave a

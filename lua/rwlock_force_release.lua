@@ -1,32 +1,33 @@
 --! KEYS lock writers leases channel memo
 --! ARGV rid mode publish
--- Free a read-write lock whoever holds it, when it is in the given mode ('read' or 'write');
--- rwlock_mode.lua comes first. KEYS as rwlock_leases.lua says. Returns 1 when it freed the lock
+-- Free a read-write lock whoever holds it, when it is in the given mode ('read' or 'write')
+-- (rwlock_mode.lua). KEYS as rwlock_leases.lua says. Returns 1 when it freed the lock
 -- (the channel got '1', wake all), else 0; the answer is kept under the memo, which a re-sent
 -- request answers (MODE 1).
-local memo = KEYS[5] .. ARGV[1]
+--! INCLUDE rwlock_mode.lua once.lua
+local lock, leases, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
+local rid, mode, publish = ARGV[1], ARGV[2], ARGV[3]
+memo = memo .. rid
 if MODE == 1 then
-  local done = redis.call('get', memo)
-  if done then return tonumber(done) end
+  local found, reply = recall(memo)
+  if found then return reply end
 end
-local mode, refused = rwlock_mode(KEYS[1])
+local current, refused = rwlock_mode(lock)
 if refused then
   return refused -- no read-write lock: left as it is
 end
-if mode ~= ARGV[2] then
-  redis.call('set', memo, 0, 'px', 60000)
-  return 0
+if current ~= mode then
+  return remember(memo, 0)
 end
-local fields = redis.call('hgetall', KEYS[1])
+local fields = redis.call('hgetall', lock)
 for i = 1, #fields, 2 do
   local n = tonumber(fields[i + 1])
   if n then
     for k = 1, n do
-      redis.call('del', KEYS[3] .. fields[i] .. ':rwlock_timeout:' .. k)
+      redis.call('del', leases .. fields[i] .. ':rwlock_timeout:' .. k)
     end
   end
 end
-redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[4], '1')
-redis.call('set', memo, 1, 'px', 60000)
-return 1
+redis.call('del', lock)
+redis.call(publish, channel, '1')
+return remember(memo, 1)

@@ -1,27 +1,27 @@
 --! KEYS lock leases memo
 --! ARGV field lease rid
--- Extend one read hold of an owner (once.lua and rwlock_mode.lua come first; KEYS as
--- rwlock_leases.lua says, the memos' prefix third). Redis does not tell an owner's read holds
--- apart, only their leases ("{N}:OWNER:rwlock_timeout:1..count"): the shortest lease gets at least
--- lease ms from now, so that each hold keeps what it was promised whichever lease it is counted by
--- (rwlock_read_release.lua lets the shortest go first), and the lock lives that long at least.
--- Replies 1, or 0 when the owner holds no read hold, or one of its leases has ended (the renewal
--- reports it lost). Exactly once by its memo, as lock_extend.lua says. A name that holds anything
--- but a read-write lock is refused before anything is written.
-local memo = KEYS[3] .. ARGV[3]
+-- Extend one read hold of an owner (rwlock_mode.lua; leases as rwlock_leases.lua says). Redis does
+-- not tell an owner's read holds apart, only their leases ("{N}:OWNER:rwlock_timeout:1..count"): the
+-- shortest lease gets at least lease ms from now, so that each hold keeps what it was promised
+-- whichever lease it is counted by (rwlock_read_release.lua lets the shortest go first), and the lock
+-- lives that long at least. Replies 1, or 0 when the owner holds no read hold, or one of its leases
+-- has ended (the renewal reports it lost). Exactly once by its memo, as hold_extend.lua says. A name
+-- that holds anything but a read-write lock is refused before anything is written.
+--! INCLUDE rwlock_mode.lua once.lua
+local lock, leases, memo = KEYS[1], KEYS[2], KEYS[3]
+local field, lease, rid = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+memo = memo .. rid
 local found, reply = recall(memo)
-if found then
-  return reply
-end
-local mode, refused = rwlock_mode(KEYS[1])
+if found then return reply end
+local mode, refused = rwlock_mode(lock)
 if refused then
   return refused
 end
-local n = mode and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+local n = mode and tonumber(redis.call('hget', lock, field))
 if not n or n <= 0 then
   return remember(memo, 0)
 end
-local prefix, ms = KEYS[2] .. ARGV[1] .. ':rwlock_timeout:', tonumber(ARGV[2])
+local prefix = leases .. field .. ':rwlock_timeout:'
 local shortest, at
 for k = 1, n do
   local left = redis.call('pttl', prefix .. k)
@@ -32,10 +32,10 @@ for k = 1, n do
     shortest, at = left, k
   end
 end
-if shortest < ms then
-  redis.call('pexpire', prefix .. at, ms)
+if shortest < lease then
+  redis.call('pexpire', prefix .. at, lease)
 end
-if redis.call('pttl', KEYS[1]) < ms then
-  redis.call('pexpire', KEYS[1], ms)
+if redis.call('pttl', lock) < lease then
+  redis.call('pexpire', lock, lease)
 end
 return remember(memo, 1)

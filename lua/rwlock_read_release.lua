@@ -1,28 +1,27 @@
 --! KEYS lock writers leases channel memo
 --! ARGV field held rid publish
--- Release one read hold (rwlock_mode.lua and rwlock_leases.lua come first). Replies, and exactly
--- once (MODE 1, MODE 2), as rlock_release.lua says. When the last live read hold goes, the lock is
+-- Release one read hold (rwlock_mode.lua, rwlock_leases.lua). Replies, and exactly once (MODE 1,
+-- MODE 2), as rlock_release.lua says. When the last live read hold goes, the lock is
 -- deleted and the channel gets '0' (wake one), or '1' (wake all) when writers announced themselves,
 -- so that the readers they keep out do not swallow the wake-up.
-local held, memo = tonumber(ARGV[2]), KEYS[5] .. ARGV[3]
+--! INCLUDE rwlock_mode.lua rwlock_leases.lua once.lua
+local lock, writers, leases, channel, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local field, held, rid, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+memo = memo .. rid
 if MODE == 1 then
-  local done = redis.call('get', memo)
-  if done then return tonumber(done) end
+  local found, reply = recall(memo)
+  if found then return reply end
 end
-local mode, refused = rwlock_mode(KEYS[1])
+local mode, refused = rwlock_mode(lock)
 if refused then
   return refused
 end
-local count = mode and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+local count = mode and tonumber(redis.call('hget', lock, field))
 if count and count <= 0 then
   count = nil
 end
-if MODE == 2 then
-  local m = redis.call('get', memo)
-  if m == 'undone' or (not m and count ~= held) then
-    return -3
-  end
-  redis.call('set', memo, 'undone', 'px', 60000)
+if undone(memo, count == held) then
+  return -3
 end
 if not count then
   if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
@@ -32,11 +31,11 @@ if MODE ~= 2 and count == held - 1 then
   return count -- the first send released it
 end
 local before = count
-count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+count = redis.call('hincrby', lock, field, -1)
 -- The owner's read holds are not told apart, their leases are: the shortest lease goes, so that the
 -- holds left keep the longest (each what it was promised, however leases were mixed), and the leases
 -- stay numbered 1..count, as Redisson numbers them.
-local prefix = KEYS[3] .. ARGV[1] .. ':rwlock_timeout:'
+local prefix = leases .. field .. ':rwlock_timeout:'
 local top = redis.call('pttl', prefix .. (count + 1))
 local shortest, at = top, count + 1
 for k = 1, count do
@@ -50,24 +49,24 @@ if at <= count and top > 0 then
 end
 redis.call('del', prefix .. (count + 1))
 if count == 0 then
-  redis.call('hdel', KEYS[1], ARGV[1])
+  redis.call('hdel', lock, field)
 end
 if mode == 'read' then
-  local left = longest_read_lease()
+  local left = longest_read_lease(lock, leases)
   if left > 0 then
-    redis.call('pexpire', KEYS[1], left)
+    redis.call('pexpire', lock, left)
   else
-    redis.call('del', KEYS[1])
+    redis.call('del', lock)
     local msg = '0'
-    if redis.call('exists', KEYS[2]) == 1 then
+    if redis.call('exists', writers) == 1 then
       msg = '1'
     end
-    redis.call(ARGV[4], KEYS[4], msg)
+    redis.call(publish, channel, msg)
     count = 0
   end
 end
 -- In write mode the reader is the writer itself (downgrade), and the write lease governs the lock.
-if count > 0 and before ~= held and MODE ~= 2 then
-  redis.call('set', memo, count, 'px', 60000)
+if count > 0 and before ~= held then
+  remember(memo, count)
 end
 return count

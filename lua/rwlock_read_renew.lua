@@ -1,5 +1,6 @@
 --! KEYS lock leases
 --! ARGV field
+--! BATCH ttl
 -- Renew a batch of read holds.
 -- KEYS: two per hold: the lock, then the prefix of its lease keys ("{N}:"); ARGV[1] ttl ms,
 -- ARGV[1+i] owner field of hold i.

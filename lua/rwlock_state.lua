@@ -4,17 +4,19 @@
 -- 2 write), the number of the hash's fields} ({-2, 0, 0, 0} when free), or the refusal of a key that
 -- is no read-write lock (refuse.lua): a hash whose 'mode' is neither 'read' nor 'write', or a key of
 -- another type.
-local ttl = redis.call('pttl', KEYS[1])
+local lock = KEYS[1]
+local field = ARGV[1]
+local ttl = redis.call('pttl', lock)
 if ttl == -2 then
   return {-2, 0, 0, 0}
 end
-local f = redis.pcall('hmget', KEYS[1], 'mode', ARGV[1])
+local f = redis.pcall('hmget', lock, 'mode', field)
 if f.err or (f[1] ~= 'read' and f[1] ~= 'write') then
   --! INCLUDE refuse.lua
-  return refuse(KEYS[1])
+  return refuse(lock)
 end
 local mode = 1
 if f[1] == 'write' then
   mode = 2
 end
-return {ttl, tonumber(f[2]) or 0, mode, redis.call('hlen', KEYS[1])}
+return {ttl, tonumber(f[2]) or 0, mode, redis.call('hlen', lock)}

@@ -6,14 +6,15 @@
 -- policy: how long a waiting writer keeps new readers out, ms ('0': no writer preference); waits:
 -- '1' when this acquisition waits (a single try keeps nobody out). A name that holds anything but a
 -- read-write lock, or waiting writers of another type, is refused before anything is written
--- (rwlock_mode.lua, which comes first, and refuse.lua).
-local lock, memo, held = KEYS[1], KEYS[3] .. ARGV[4], tonumber(ARGV[3])
+-- (rwlock_mode.lua, and refuse.lua).
+--! INCLUDE rwlock_mode.lua once.lua
+local lock, writers, memo = KEYS[1], KEYS[2], KEYS[3]
+local field, owner, held, rid, lease, reentrant, policy, waits = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+memo = memo .. rid
 if MODE == 1 then
-  local m = redis.call('get', memo)
-  if m then
-    return {1, tonumber(m), 0}
-  end
-  local n = tonumber(redis.call('hget', lock, ARGV[1]))
+  local found, reply = recall(memo)
+  if found then return reply end
+  local n = tonumber(redis.call('hget', lock, field))
   if n == held + 1 then
     return {1, n, 0}
   end
@@ -24,55 +25,53 @@ if refused then
 end
 if not mode then
   -- The waiting writers first: a key of another type there is refused before the lock is written.
-  local failed = redis.pcall('zrem', KEYS[2], ARGV[1])
+  local failed = redis.pcall('zrem', writers, field)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2], nil, failed.err)
+    return refuse(writers, nil, failed.err)
   end
-  redis.call('hset', lock, 'mode', 'write', ARGV[1], 1)
-  redis.call('pexpire', lock, ARGV[5])
+  redis.call('hset', lock, 'mode', 'write', field, 1)
+  redis.call('pexpire', lock, lease)
   if held ~= 0 then
-    redis.call('set', memo, 1, 'px', 60000)
+    remember(memo, {1, 1, 0})
   end
   return {1, 1, 0}
 end
-local count = mode == 'write' and tonumber(redis.call('hget', lock, ARGV[1]))
+local count = mode == 'write' and tonumber(redis.call('hget', lock, field))
 if count and MODE == 0 and count ~= held then
   -- Not the count the client expects: a send of this call made again after a connection failure may
   -- have run first (this one was held up on the failed connection). It answers as that send did.
-  local m = redis.call('get', memo)
-  if m then
-    return {1, tonumber(m), 0}
-  end
+  local found, reply = recall(memo)
+  if found then return reply end
   if count == held + 1 then
     return {1, count, 0}
   end
 end
 if count then
-  if ARGV[6] ~= '1' then
+  if reentrant ~= '1' then
     return {2}
   end
-  local n = redis.call('hincrby', lock, ARGV[1], 1)
-  redis.call('pexpire', lock, math.max(redis.call('pttl', lock), 0) + tonumber(ARGV[5]))
+  local n = redis.call('hincrby', lock, field, 1)
+  redis.call('pexpire', lock, math.max(redis.call('pttl', lock), 0) + tonumber(lease))
   if count ~= held then
-    redis.call('set', memo, n, 'px', 60000)
+    remember(memo, {1, n, 0})
   end
   return {1, n, 0}
 end
-if mode == 'read' and redis.call('hexists', lock, ARGV[2]) == 1 then
+if mode == 'read' and redis.call('hexists', lock, owner) == 1 then
   return {3}
 end
-if ARGV[7] ~= '0' and ARGV[8] == '1' then
+if policy ~= '0' and waits == '1' then
   -- Announce the waiting writer: new readers stay out until it is in, gives up, or stops asking.
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local failed = redis.pcall('zadd', KEYS[2], now + tonumber(ARGV[7]), ARGV[1])
+  local failed = redis.pcall('zadd', writers, now + tonumber(policy), field)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2], nil, failed.err)
+    return refuse(writers, nil, failed.err)
   end
-  if redis.call('pttl', KEYS[2]) < tonumber(ARGV[7]) then
-    redis.call('pexpire', KEYS[2], ARGV[7])
+  if redis.call('pttl', writers) < tonumber(policy) then
+    redis.call('pexpire', writers, policy)
   end
 end
 return {0, redis.call('pttl', lock)}

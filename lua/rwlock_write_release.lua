@@ -1,24 +1,23 @@
 --! KEYS lock writers leases channel memo
 --! ARGV field held rid lease publish
--- Release one write hold (rwlock_mode.lua and rwlock_leases.lua come first). Replies, and exactly
--- once (MODE 1, MODE 2), as rlock_release.lua says. The last one publishes '1' (wake all): the lock
+-- Release one write hold (rwlock_mode.lua, rwlock_leases.lua). Replies, and exactly once (MODE 1,
+-- MODE 2), as rlock_release.lua says. The last one publishes '1' (wake all): the lock
 -- is free, or the writer kept reading (downgrade) and readers may join it.
-local held, memo = tonumber(ARGV[2]), KEYS[5] .. ARGV[3]
+--! INCLUDE rwlock_mode.lua rwlock_leases.lua once.lua
+local lock, leases, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
+local field, held, rid, lease, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+memo = memo .. rid
 if MODE == 1 then
-  local done = redis.call('get', memo)
-  if done then return tonumber(done) end
+  local found, reply = recall(memo)
+  if found then return reply end
 end
-local mode, refused = rwlock_mode(KEYS[1])
+local mode, refused = rwlock_mode(lock)
 if refused then
   return refused
 end
-local before = mode == 'write' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))
-if MODE == 2 then
-  local m = redis.call('get', memo)
-  if m == 'undone' or (not m and before ~= held) then
-    return -3
-  end
-  redis.call('set', memo, 'undone', 'px', 60000)
+local before = mode == 'write' and tonumber(redis.call('hget', lock, field))
+if undone(memo, before == held) then
+  return -3
 end
 if not before then
   if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
@@ -27,28 +26,28 @@ end
 if MODE ~= 2 and before == held - 1 then
   return before -- the first send released it
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+local count = redis.call('hincrby', lock, field, -1)
 if count > 0 then
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) then -- never shorter than the holds left were promised
-    redis.call('pexpire', KEYS[1], ARGV[4])
+  if redis.call('pttl', lock) < tonumber(lease) then -- never shorter than the holds left were promised
+    redis.call('pexpire', lock, lease)
   end
-  if before ~= held and MODE ~= 2 then
-    redis.call('set', memo, count, 'px', 60000)
+  if before ~= held then
+    remember(memo, count)
   end
   return count
 end
-redis.call('hdel', KEYS[1], ARGV[1])
-if redis.call('hlen', KEYS[1]) == 1 then
-  redis.call('del', KEYS[1])
+redis.call('hdel', lock, field)
+if redis.call('hlen', lock) == 1 then
+  redis.call('del', lock)
 else
   -- Downgrade: the owner's read holds remain, and the lock now lives as long as their leases.
-  redis.call('hset', KEYS[1], 'mode', 'read')
-  local left = longest_read_lease()
+  redis.call('hset', lock, 'mode', 'read')
+  local left = longest_read_lease(lock, leases)
   if left > 0 then
-    redis.call('pexpire', KEYS[1], left)
+    redis.call('pexpire', lock, left)
   else
-    redis.call('del', KEYS[1])
+    redis.call('del', lock)
   end
 end
-redis.call(ARGV[5], KEYS[4], '1')
+redis.call(publish, channel, '1')
 return 0

@@ -1,7 +1,8 @@
 --! KEYS lock
 --! ARGV field
--- Renew a batch of write holds.
--- KEYS: one lock per hold; ARGV[1] ttl ms, ARGV[1+i] write field of hold i.
+--! BATCH ttl
+-- Renew a batch of write holds. KEYS: one lock per hold; ARGV: ttl in ms, then the write field of
+-- each hold.
 -- Returns one integer per hold: 1 renewed, 0 no longer held. The TTL is never shortened: a
 -- re-entered or downgraded hold may have been given more. A key of the wrong type counts as not held.
 local ttl = tonumber(ARGV[1])

@@ -1,8 +1,8 @@
 --! KEYS semaphore waiters clients grants memo
 --! ARGV permits window tag client linger recorded rid
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
--- missing key counts as 0). record.lua, count.lua and once.lua come first. A key that holds anything
--- but a count, or a side key of another type, is refused before anything is written.
+-- missing key counts as 0; record.lua records the waiter). A key that holds anything but a count, or a
+-- side key of another type, is refused before anything is written.
 -- permits: how many; window: ms within which this waiter will try again ('0': it will not wait,
 -- record nothing); tag: the waiter's record; client: this client's id; linger: ms for which the
 -- client listens after its last waiter left; recorded: '1' when an earlier try of this wait recorded
@@ -10,43 +10,44 @@
 -- Returns {1} when they were taken (or a release had taken them for this waiter), {0} when fewer are
 -- available, {0, score} when fewer are available and the waiter was recorded with that score. A
 -- taking is remembered under the memo, which a re-sent try answers (MODE 1).
-local memo = KEYS[5] .. ARGV[7]
+--! INCLUDE record.lua count.lua once.lua
+local semaphore, waiters, clients, grants, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local permits, window, tag, client, linger, recorded, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+memo = memo .. rid
 local found, reply = recall(memo)
-if found then
-  return reply
-end
+if found then return reply end
 -- Sent again (MODE 1), a try may have recorded the waiter in its first send, whose answer was lost,
 -- and a release may have handed it permits since: it takes them as a try of a recorded waiter does.
-local recorded = ARGV[6] == '1' or (MODE == 1 and ARGV[3] ~= '')
+recorded = recorded == '1' or (MODE == 1 and tag ~= '')
 if recorded then
-  local granted = redis.pcall('hdel', KEYS[4], ARGV[3])
+  local granted = redis.pcall('hdel', grants, tag)
   if type(granted) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[4], nil, granted.err)
+    return refuse(grants, nil, granted.err)
   elseif granted == 1 then
     return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
   end
 end
-local available, refused = read_count(KEYS[1])
+local available, refused = read_count(semaphore)
 if refused then
   return refused
 end
-if available and available >= tonumber(ARGV[1]) then
+if available and available >= tonumber(permits) then
   -- The record first: a records key of another type is refused before the count is written.
-  local failed = recorded and redis.pcall('zrem', KEYS[2], ARGV[3])
+  local failed = recorded and redis.pcall('zrem', waiters, tag)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2], nil, failed.err)
+    return refuse(waiters, nil, failed.err)
   end
-  redis.call('decrby', KEYS[1], ARGV[1])
-  if recorded and redis.call('exists', KEYS[2]) == 0 then
+  redis.call('decrby', semaphore, permits)
+  if recorded and redis.call('exists', waiters) == 0 then
     -- The last recorded waiter: the clients' record, which only tells who listens, goes too.
-    redis.pcall('zremrangebyrank', KEYS[3], 0, -1)
+    redis.pcall('zremrangebyrank', clients, 0, -1)
   end
   return remember(memo, {1})
 end
-if ARGV[2] == '0' then
+if window == '0' then
   return {0}
 end
-local score, refused = record(KEYS[2], KEYS[3], ARGV[3], ARGV[2], ARGV[4], ARGV[5])
+local score, refused = record(waiters, clients, tag, window, client, linger)
 return refused or {0, score}

@@ -1,5 +1,5 @@
--- Hand-over of permits to the waiters of a counting semaphore (Redisson's layout: a string count;
--- wake_records.lua comes first).
+-- Hand-over of permits to the waiters of a counting semaphore (Redisson's layout: a string count). The
+-- scripts that include it include wake_records.lua first.
 --
 -- Redisson announces a release by publishing the new count on the semaphore's channel, which every
 -- waiting process hears: with N processes waiting for one permit, N-1 of them try in vain. Our

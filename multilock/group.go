@@ -42,17 +42,17 @@ var groupSpec = &core.Spec{
 		"channel": "redisson_lock__channel", // Redisson's unlock messages
 	},
 	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("grouplock.lua", "grouplock_acquire.lua"),
-		"release": lua.Load("grouplock.lua", "grouplock_release.lua"),
-		"renew":   lua.Load("grouplock.lua", "grouplock_renew.lua"),
-		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
-		"extend":  lua.Load("grouplock.lua", "once.lua", "grouplock_extend.lua"),
+		"acquire": lua.Load("grouplock_acquire.lua"),
+		"release": lua.Load("grouplock_release.lua"),
+		"renew":   lua.Load("grouplock_renew.lua"),
+		"force":   lua.Load("grouplock_force_release.lua"),
+		"extend":  lua.Load("grouplock_extend.lua"),
 	},
 	// A release frees values that waiters for different value sets may want: it wakes them all.
 	Policy: pubsub.WakeAll,
 }
 
-var groupState = lua.Load("grouplock.lua", "grouplock_state.lua")
+var groupState = lua.Load("grouplock_state.lua")
 
 // GroupOption configures a Group.
 type GroupOption func(*groupOptions)

@@ -28,7 +28,7 @@ func unique(prefix string) string {
 }
 
 // acquireSHA is the SHA1 of the acquiring script as it is sent.
-var acquireSHA = lua.Load("ratelimit_window.lua", "ratelimit_acquire.lua").SHA1()
+var acquireSHA = lua.Load("ratelimit_acquire.lua").SHA1()
 
 // grant is one acquisition as the server answered it: its time by the server's clock, in ms.
 type grant struct {

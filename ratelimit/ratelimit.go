@@ -51,13 +51,13 @@ import (
 )
 
 var (
-	acquireScript  = lua.Load("ratelimit_window.lua", "ratelimit_acquire.lua")
-	giveBackScript = lua.Load("ratelimit_window.lua", "ratelimit_give_back.lua")
-	setScript      = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_set.lua")
-	releaseScript  = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_release.lua")
-	expireScript   = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_expire.lua")
-	stateScript    = lua.Load("ratelimit_window.lua", "ratelimit_state.lua")
-	deleteScript   = lua.Load("ratelimit_window.lua", "once.lua", "ratelimit_delete.lua")
+	acquireScript  = lua.Load("ratelimit_acquire.lua")
+	giveBackScript = lua.Load("ratelimit_give_back.lua")
+	setScript      = lua.Load("ratelimit_set.lua")
+	releaseScript  = lua.Load("ratelimit_release.lua")
+	expireScript   = lua.Load("ratelimit_expire.lua")
+	stateScript    = lua.Load("ratelimit_state.lua")
+	deleteScript   = lua.Load("ratelimit_delete.lua")
 )
 
 const kind = "rate limiter"

@@ -14,7 +14,7 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-var expirableScript = lua.Load("count.lua", "once.lua", "semaphore_expirable.lua")
+var expirableScript = lua.Load("semaphore_expirable.lua")
 
 const expirableKind = "expirable semaphore"
 

@@ -370,7 +370,7 @@ func TestExpirableReleaseWakesByCount(t *testing.T) {
 func TestExpirableAcquireAfterCancelGivesBack(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		name := unique("expirable-undo")
-		sha := scriptSHA(t, "count.lua", "once.lua", "semaphore_expirable.lua")
+		sha := scriptSHA(t, "semaphore_expirable.lua")
 		c, spy := spied(t, tg, func(args []string) bool {
 			return args[1] == sha && len(args) > 7 && args[7] == "acquire"
 		})
@@ -553,9 +553,9 @@ func TestExpirableLostAnswer(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		ctx := context.Background()
 		name := unique("expirable-lost")
-		sha := scriptSHA(t, "count.lua", "once.lua", "semaphore_expirable.lua")
+		sha := scriptSHA(t, "semaphore_expirable.lua")
 		isAcquire := func(args []string) bool {
-			return (args[1] == sha || args[1] == lua.Load("count.lua", "once.lua", "semaphore_expirable.lua").Resent().SHA1()) &&
+			return (args[1] == sha || args[1] == lua.Load("semaphore_expirable.lua").Resent().SHA1()) &&
 				len(args) > 7 && args[7] == "acquire"
 		}
 		c, spy := spied(t, tg, isAcquire)

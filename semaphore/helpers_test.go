@@ -26,8 +26,8 @@ func unique(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), seq.Add(1))
 }
 
-// scriptSHA returns the SHA1 that EVALSHA sends for the script lua.Load makes of files.
-func scriptSHA(t testing.TB, files ...string) string { return lua.Load(files...).SHA1() }
+// scriptSHA returns the SHA1 that EVALSHA sends for the library script in file.
+func scriptSHA(t testing.TB, file string) string { return lua.Load(file).SHA1() }
 
 // spy is a rueidis client that watches the scripts a Client runs: it counts the calls that match,
 // and runs after on each of them once Redis has answered.

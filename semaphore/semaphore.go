@@ -46,14 +46,14 @@ import (
 )
 
 var (
-	acquireScript = lua.Load("record.lua", "count.lua", "once.lua", "semaphore_acquire.lua")
-	addScript     = lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_add.lua")
-	trySetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "count.lua", "once.lua", "semaphore_try_set.lua")
-	forgetScript  = lua.Load("wake_records.lua", "semaphore_wake.lua", "semaphore_forget.lua")
-	drainScript   = lua.Load("count.lua", "once.lua", "semaphore_drain.lua")
-	deleteScript  = lua.Load("count.lua", "once.lua", "semaphore_delete.lua")
-	countScript   = lua.Load("count.lua", "semaphore_count.lua")
-	expireScript  = lua.Load("count.lua", "semaphore_expire.lua")
+	acquireScript = lua.Load("semaphore_acquire.lua")
+	addScript     = lua.Load("semaphore_add.lua")
+	trySetScript  = lua.Load("semaphore_try_set.lua")
+	forgetScript  = lua.Load("semaphore_forget.lua")
+	drainScript   = lua.Load("semaphore_drain.lua")
+	deleteScript  = lua.Load("semaphore_delete.lua")
+	countScript   = lua.Load("semaphore_count.lua")
+	expireScript  = lua.Load("semaphore_expire.lua")
 )
 
 // lingerMs: a client keeps listening on a semaphore's wake channel this long after its last waiter

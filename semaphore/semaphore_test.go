@@ -171,7 +171,7 @@ func TestSemaphoreJavaInterop(t *testing.T) {
 
 // isAcquireOf matches the counting semaphore's acquire script on name.
 func isAcquireOf(t testing.TB, name string) func([]string) bool {
-	sha := scriptSHA(t, "record.lua", "count.lua", "once.lua", "semaphore_acquire.lua")
+	sha := scriptSHA(t, "semaphore_acquire.lua")
 	return func(args []string) bool { return args[1] == sha && len(args) > 3 && args[3] == name }
 }
 

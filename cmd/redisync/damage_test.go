@@ -84,7 +84,7 @@ func TestNoDamage(t *testing.T) {
 		}
 	}
 	// The library's script refuses on its own, atomically: the check before it is not the only one.
-	down := lua.Load("count.lua", "once.lua", "countdown_down.lua")
+	down := lua.Load("countdown_down.lua")
 	if err := down.Exec(context.Background(), rdb, []string{"app-zero", "ch", "memo:"}, []string{"publish", "1"}).Error(); err == nil ||
 		!strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Errorf("countdown_down.lua on a foreign key: %v", err)

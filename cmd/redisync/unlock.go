@@ -187,8 +187,8 @@ var groupSpec = &core.Spec{
 	Kind: "group lock",
 	Keys: map[string]string{"channel": "redisson_lock__channel"},
 	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("grouplock.lua", "grouplock_acquire.lua"),
-		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
+		"acquire": lua.Load("grouplock_acquire.lua"),
+		"force":   lua.Load("grouplock_force_release.lua"),
 	},
 	Policy: pubsub.WakeAll,
 }

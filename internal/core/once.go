@@ -42,9 +42,9 @@ import (
 const RetryBound = 5 * time.Second
 
 // undoBound is how long a clean-up keeps being sent (a give-back of what a try took, a waiter's
-// leaving): within the life of a memo (memoTTL in the scripts, 60 s), so that a give-back still finds
-// what it undoes, and longer than any call waits, so that a move or a failover that outlasted the call
-// does not leave its clean-up undone.
+// leaving): within the life of a memo (lua.MemoTTL), so that a give-back still finds what it undoes,
+// and longer than any call waits, so that a move or a failover that outlasted the call does not leave
+// its clean-up undone.
 const undoBound = 30 * time.Second
 
 // resendBackoff is the longest pause between two sends of a call whose connection keeps failing or

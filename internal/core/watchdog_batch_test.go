@@ -16,7 +16,7 @@ import (
 // keys' cluster slots, on a cluster only keys of one slot (a script's keys must share one).
 func TestWatchdogBatches(t *testing.T) {
 	const holds = 2000
-	script := lua.Load("extend.lua", "rlock_renew.lua")
+	script := lua.Load("rlock_renew.lua")
 	slots := map[uint16]bool{}
 	for i := 0; i < holds; i++ {
 		slots[Slot("lock-"+strconv.Itoa(i))] = true

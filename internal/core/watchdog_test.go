@@ -28,7 +28,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		}
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
-		script := lua.Load("extend.lua", "rlock_renew.lua")
+		script := lua.Load("rlock_renew.lua")
 		other := w.add(nil, renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}))
 		w.confirm(other, time.Now())
 
