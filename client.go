@@ -110,6 +110,8 @@ func WithoutReplicaAck() Option {
 // Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
 // opt.DisableCache; redisync itself never uses the cache.
 func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
+	watch := new(core.ConnWatch) // holds are checked when a connection ends or is made anew
+	opt.DialCtxFn, opt.DialFn = watch.Dial(opt), nil
 	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, err
@@ -119,6 +121,7 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 		rdb.Close()
 		return nil, err
 	}
+	watch.Attach(c.c)
 	return c, nil
 }
 

@@ -6,7 +6,7 @@
 -- Returns one integer per hold: 1 renewed, 0 no longer held (the field is gone, or one of its lease
 -- keys expired: then a writer may already be in). Only the owner's own lease keys are extended, so
 -- that a reader of a dead client ages out even while others keep reading. A key of the wrong type
--- counts as not held instead of failing the whole batch.
+-- counts as not held instead of failing the whole batch. ttl 0 checks the holds without renewing them.
 local ttl = tonumber(ARGV[1])
 local out = {}
 for i = 1, #KEYS / 2 do
@@ -15,13 +15,14 @@ for i = 1, #KEYS / 2 do
   local ok = n ~= nil and n > 0
   if ok then
     for k = 1, n do
-      if redis.call('pexpire', leases .. ':' .. k, ttl) == 0 then
+      local key = leases .. ':' .. k
+      if (ttl > 0 and redis.call('pexpire', key, ttl) or redis.call('exists', key)) == 0 then
         ok = false
       end
     end
   end
   if ok then
-    if redis.call('pttl', lock) < ttl then
+    if ttl > 0 and redis.call('pttl', lock) < ttl then
       redis.call('pexpire', lock, ttl)
     end
     out[i] = 1

@@ -122,8 +122,8 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
-	renew := func(ctx context.Context, s *lua.Script, keys, args []string, bound time.Duration) rueidis.RedisResult {
-		return c.send(ctx, s, keys, args, true, bound)
+	renew := func(ctx context.Context, s *lua.Script, keys, args []string, acked bool, bound time.Duration) rueidis.RedisResult {
+		return c.send(ctx, s, keys, args, acked, bound)
 	}
 	c.watchdog = newWatchdog(renew, c.renewalFailed, cfg.WatchdogTimeout, cluster)
 	return c, nil

@@ -179,8 +179,10 @@ func (c *Client) renewalFailed(batch []*entry, err error) {
 }
 
 // reconnected is the notifier's report that it subscribed channels again after losing its
-// connection; their waiters try again, since releases may have been missed meanwhile.
+// connection; their waiters try again, since releases may have been missed meanwhile, and the holds
+// are checked, since the server may have lost them (a Client of Wrap hears of no other reconnect).
 func (c *Client) reconnected(channels int) {
+	c.watchdog.check()
 	c.cfg.logger().Info("redisync: notifier subscribed again after losing its connection; waiters try again",
 		"channels", channels)
 	c.emit(event{kind: evReconnected, channels: channels})
