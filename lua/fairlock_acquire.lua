@@ -20,7 +20,8 @@ local me, held, slot, tag = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[5]), ARGV[
 
 local function token()
   if ARGV[7] == '1' then
-    return redis.call('incr', KEYS[4])
+    --! INCLUDE token.lua
+    return next_token(KEYS[4])
   end
   return 0
 end

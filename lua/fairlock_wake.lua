@@ -82,7 +82,8 @@ local function wake(slot, publish, numsub)
     redis.call('pexpire', lock, lease)
     local token = 0
     if fenced == '1' then
-      token = redis.call('incr', tokens)
+      --! INCLUDE token.lua
+      token = next_token(tokens)
     end
     redis.call('hset', records, head, '-' .. token .. ' ' .. tag)
     -- The mark must outlive the grant, which nobody renews until the waiter takes it.

@@ -47,7 +47,7 @@ if count > 0 and ARGV[10] == '1' then
       redis.call('pexpire', KEYS[1], lease)
     end
     if count ~= held + 1 then
-      redis.call('set', KEYS[5] .. ARGV[3], count .. ' ' .. -mark, 'px', 60000)
+      redis.call('set', KEYS[5] .. ARGV[3], count .. ' ' .. string.format('%.0f', -mark), 'px', 60000)
     end
     return {1, count, -mark}
   end
@@ -74,7 +74,11 @@ if free or count > 0 then
   if ttl < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
+  local token = 0
+  if ARGV[6] == '1' then
+    --! INCLUDE token.lua
+    token = next_token(KEYS[2])
+  end
   if ARGV[10] == '1' then
     redis.call('zrem', KEYS[3], ARGV[11])
   end

@@ -27,7 +27,11 @@ if redis.call('exists', KEYS[1], KEYS[3]) == 0 then
   if ARGV[6] ~= '1' and ARGV[2] == '0' then
     return 1
   end
-  local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
+  local token = 0
+  if ARGV[6] == '1' then
+    --! INCLUDE token.lua
+    token = next_token(KEYS[2])
+  end
   if ARGV[2] ~= '0' then
     redis.call('set', KEYS[4] .. ARGV[3], '1 ' .. token, 'px', 60000)
   end
@@ -67,7 +71,11 @@ local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)
 if ttl < tonumber(ARGV[4]) then
   redis.call('pexpire', KEYS[1], ARGV[4])
 end
-local token = ARGV[6] == '1' and redis.call('incr', KEYS[2]) or 0
+local token = 0
+if ARGV[6] == '1' then
+  --! INCLUDE token.lua
+  token = next_token(KEYS[2])
+end
 if count ~= tonumber(ARGV[2]) then
   redis.call('set', KEYS[4] .. ARGV[3], n .. ' ' .. token, 'px', 60000)
 end

@@ -95,7 +95,8 @@ local function wake(publish, numsub, listening)
         redis.call('pexpire', lock, lease)
         local token = 0
         if fenced == '1' then
-          token = redis.call('incr', tokens)
+          --! INCLUDE token.lua
+          token = next_token(tokens)
         end
         -- The mark outlives the grant, which nobody renews until the waiter takes it: the records
         -- last a lease longer than the window in which the waiter tries again (record.lua).
