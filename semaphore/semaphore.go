@@ -243,13 +243,18 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 // otherwise, as an unanswered one always is, in the background for up to 30 s (core.Client.Undo).
 func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
+	memo := s.keys[6] + a.args[argRid]
 	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
 	if sure && s.c.Send(context.WithoutCancel(ctx), addScript.Undo(), s.keys[:], args).Error() == nil {
-		s.c.DeleteLater(s.keys[6] + a.args[argRid])
+		s.c.DeleteLater(memo)
 		return
 	}
-	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(s.keys[6] + a.args[argRid]) })
+	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(memo) })
 }
+
+// Again makes the next try a call of its own, under a new request id: the one before was given back
+// (the replicas lagged), and its memo says 'undone'.
+func (a *acquisition) Again() { a.args[argRid] = a.s.c.RequestID() }
 
 // Tag names the waiter's record (semaphore_wake.lua), unique to this acquisition, and makes the
 // tries from now on leave it.

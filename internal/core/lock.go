@@ -506,6 +506,10 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 	}
 }
 
+// Again makes the next try a call of its own, under a new request id: the one before was given back
+// (the replicas lagged), and its memo may still say that it acquired.
+func (a *attempt) Again() { a.v[vRid] = a.l.c.RequestID() }
+
 // keptMemo reports whether an acquisition that made the owner's count count, where the client
 // counted held before it, kept a memo: where Redis counted otherwise than this client, and always
 // for a lock over a list of values, whose counts are the values' (one owner's holds of overlapping

@@ -191,13 +191,19 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if want == 0 && !ri.waitAOF {
 		return s.Exec(ctx, c.rdb, keys, args) // nothing to wait for: a master without replicas
 	}
-	timeout := max(c.cfg.ReplicaAckTimeout.Milliseconds(), 1)
+	// Within a try's bound (wait.go), WAIT gives up in time for its answer to come back before it:
+	// the caller learns that the replicas lag, and what was acquired is given back before it returns.
+	timeout := c.cfg.ReplicaAckTimeout
+	if by, ok := ctx.Value(resendKey{}).(time.Time); ok {
+		timeout = min(timeout, time.Until(by)-Overtime/2)
+	}
+	ms := max(timeout.Milliseconds(), 1)
 	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}
 	if want > 0 {
-		cmds = append(cmds, withSlot(c.rdb.B().Wait().Numreplicas(want).Timeout(timeout).Build(), key))
+		cmds = append(cmds, withSlot(c.rdb.B().Wait().Numreplicas(want).Timeout(ms).Build(), key))
 	}
 	if ri.waitAOF {
-		cmds = append(cmds, withSlot(c.rdb.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(timeout).Build(), key))
+		cmds = append(cmds, withSlot(c.rdb.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build(), key))
 	}
 	res := c.rdb.DoMulti(ctx, cmds...)
 	if res[0].Error() != nil {

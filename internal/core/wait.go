@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,10 @@ type Tries interface {
 	Try(ctx context.Context) (ok bool, retryIn time.Duration, err error)
 	Undo(ctx context.Context, sure bool)
 }
+
+// again is implemented by Tries whose try after a give-back must be a call of its own (a new request
+// id): the give-back may have left the memo of the one before saying what it did.
+type again interface{ Again() }
 
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
 // addressed to its Tag.
@@ -124,6 +130,10 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	if !bound.IsZero() {
 		tries.try = context.WithValue(tries.try, resendKey{}, bound)
 	}
+	// A try that acquired what too few replicas acknowledged in time has given it back; a replica
+	// that lags is waited out within the bound, which alone ends the wait with ErrNotReplicated.
+	var unacked error
+	pause := time.Duration(0)
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
@@ -134,7 +144,26 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			w.Tries.Undo(tries.undo, true)
 			return false, time.Millisecond, start, nil // try again at once
 		}
+		unacked = nil
+		if wait != 0 && lagging(err) {
+			if ag, ok := w.Tries.(again); ok {
+				ag.Again()
+			}
+			pause = min(max(2*pause, 10*time.Millisecond), resendBackoff)
+			unacked = err
+			return false, pause, start, nil
+		}
 		return ok, retryIn, start, err
+	}
+	// notAcquired is why the wait ended without the object: its bound, or a replica that still lags.
+	notAcquired := func(cause error) error {
+		if unacked == nil {
+			return cause
+		}
+		if cause == ErrNotAcquired {
+			return unacked
+		}
+		return fmt.Errorf("%w (%w)", unacked, cause)
 	}
 	// A waiter that registers while its channels are subscribed needs one try only: any release
 	// after that try is announced to it. Otherwise it subscribes after a failed try and tries again
@@ -151,7 +180,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 		return start, err
 	}
 	if wait == 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-		return time.Time{}, ErrNotAcquired
+		return time.Time{}, notAcquired(ErrNotAcquired)
 	}
 	m.waiting()
 	if len(ws) == 0 {
@@ -199,7 +228,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 				}
 			case <-timer.C:
 			case <-ctx.Done():
-				return time.Time{}, context.Cause(ctx)
+				return time.Time{}, notAcquired(context.Cause(ctx))
 			case <-c.done:
 				return time.Time{}, ErrClosed
 			}
@@ -213,7 +242,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			return start, err
 		}
 		if last || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			return time.Time{}, ErrNotAcquired
+			return time.Time{}, notAcquired(ErrNotAcquired)
 		}
 	}
 }
@@ -453,6 +482,14 @@ func (c *Client) closedOr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// lagging reports whether err says that a try acquired what too few replicas acknowledged within
+// the timeout (and was given back): they may catch up, so the wait goes on. A WAIT that failed
+// (NOPERM, a connection that broke) is an answer like any other error.
+func lagging(err error) bool {
+	var re *replicationError
+	return errors.As(err, &re) && re.err == nil
 }
 
 // retryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL
