@@ -1,20 +1,24 @@
 --! KEYS semaphore waiters clients grants memo
---! ARGV permits window tag client linger recorded rid
+--! ARGV permits window tag client linger rid
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
 -- missing key counts as 0). wake_records.lua and once.lua come first.
 -- permits: how many; window: ms within which this waiter will try again ('0': it will not wait,
--- record nothing); tag: the waiter's record; client: this client's id; linger: ms for which the
--- client listens after its last waiter left; recorded: '1' when an earlier try of this wait recorded
--- the waiter; rid: the acquisition's request id.
+-- record nothing); tag: the waiter's record ('' before it listens); client: this client's id; linger:
+-- ms for which the client listens after its last waiter left; rid: the acquisition's request id.
 -- Returns {1} when they were taken (or a release had taken them for this waiter), {0} when fewer are
 -- available, {0, score} when fewer are available and the waiter was recorded with that score. A
--- taking is remembered under the memo, which a re-sent try answers (MODE 1).
-local memo = KEYS[5] .. ARGV[7]
+-- taking is remembered under the memo, which a re-sent try answers (MODE 1); a try of a waiter that
+-- left ('undone', semaphore_forget.lua) answers nil and does nothing.
+local memo = KEYS[5] .. ARGV[6]
 local found, reply = recall(memo)
 if found then
   return reply
 end
-if ARGV[6] == '1' and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
+-- A release may have handed permits to this waiter since any try that recorded it, this one's
+-- other send included (its answer lost, or this a first send that the network held up): the try
+-- takes them, or a second grant to the waiter would take the place of the first.
+if ARGV[3] ~= '' and redis.call('hdel', KEYS[4], ARGV[3]) == 1 then
+  redis.call('zrem', KEYS[2], ARGV[3]) -- recorded again since, by this try's other send
   return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
 end
 local v = redis.call('get', KEYS[1])
@@ -27,7 +31,7 @@ if v ~= false then
 end
 if v ~= false and available >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
-  if ARGV[6] == '1' then
+  if ARGV[3] ~= '' then
     redis.call('zrem', KEYS[2], ARGV[3])
   end
   return remember(memo, {1})

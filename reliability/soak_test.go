@@ -228,10 +228,14 @@ func TestSoak(t *testing.T) {
 	if _, err := s0.TrySetPermits(context.Background(), permits); err != nil {
 		t.Fatal(err)
 	}
+	ledger := startPermitLedger(t, srv.Addr, "soak-sem", permits)
 	var out atomic.Int64
 	work(func(w int, c *redisync.Client) error {
 		s, _ := semaphore.New(c, "soak-sem")
-		if err := s.TryAcquire(ctx, 1, wait); err != nil {
+		ledger.Begin(c.ID())
+		err := s.TryAcquire(ctx, 1, wait)
+		ledger.Told(c.ID(), err)
+		if err != nil {
 			return err
 		}
 		ops.Add(1)
@@ -317,18 +321,22 @@ func TestSoak(t *testing.T) {
 					d = time.Duration(200+rand.IntN(800)) * time.Millisecond
 				}
 				tr.logf("fault: server stopped for %v", d)
+				ledger.Fault(fmt.Sprintf("server stopped for %v", d))
 				srv.Pause()
 				time.Sleep(d)
 				srv.Resume()
 				tr.logf("fault: server resumed")
 			case 2:
 				tr.logf("fault: CLIENT KILL TYPE pubsub")
+				ledger.Fault("CLIENT KILL TYPE pubsub")
 				srv.Do("CLIENT", "KILL", "TYPE", "pubsub")
 			case 3:
 				tr.logf("fault: CLIENT PAUSE 400 WRITE")
+				ledger.Fault("CLIENT PAUSE 400 WRITE")
 				srv.Do("CLIENT", "PAUSE", "400", "WRITE")
 			case 4:
 				tr.logf("fault: DEBUG SLEEP 0.4")
+				ledger.Fault("DEBUG SLEEP 0.4")
 				go srv.Do("DEBUG", "SLEEP", "0.4")
 			}
 		}
@@ -357,6 +365,7 @@ func TestSoak(t *testing.T) {
 				cuts.Add(1)
 				if cmd := fault.Command(); len(cmd) > 3 {
 					tr.logf("fault: %s, %s of %s", rule.Cut, cmd[0], cmd[3])
+					ledger.Fault(fmt.Sprintf("%s, %s of %s %s", rule.Cut, cmd[0], cmd[3], strings.Join(cmd[4:], " ")))
 				}
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -401,6 +410,12 @@ func TestSoak(t *testing.T) {
 					t.Logf("%s = %s", k, render(v))
 				}
 			}
+		}
+	})
+	t.Cleanup(func() {
+		// Every permit accounted for: what the ledger finds wrong names the path that lost one.
+		for _, bad := range ledger.Report(permits) {
+			t.Errorf("permit ledger: %s", bad)
 		}
 	})
 	testkit.Eventually(t, 10*time.Second, func() error {

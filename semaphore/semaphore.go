@@ -184,14 +184,18 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
-		argRecorded: "0", argRid: s.c.RequestID()}
+		argRid: s.c.RequestID()}
 	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
 	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
-		if member := a.args[argRecord]; member != "" {
-			s.c.Leave(func() { s.forget(ctx, member) })
+		if member, rid := a.args[argRecord], a.args[argRid]; member != "" {
+			s.c.Leave(func() {
+				left := make(chan struct{})
+				s.forget(member, rid, func() { close(left) })
+				<-left
+			})
 		}
 		return core.Errorf(kind, s.name, err)
 	}
@@ -201,13 +205,12 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 
 // The acquire script's ARGV (semaphore_acquire.lua).
 const (
-	argPermits  = iota
-	argWindow   // ms within which the waiter tries again; "0": it does not wait, and is not recorded
-	argRecord   // the waiter's record, once it listens
-	argClient   // this client's id, for the clients' record
-	argLinger   // ms the client listens after its last waiter left
-	argRecorded // "1" once a try recorded the waiter
-	argRid      // the acquisition's request id: a try that takes the permits keeps a memo under it
+	argPermits = iota
+	argWindow  // ms within which the waiter tries again; "0": it does not wait, and is not recorded
+	argRecord  // the waiter's record, once it listens
+	argClient  // this client's id, for the clients' record
+	argLinger  // ms the client listens after its last waiter left
+	argRid     // the acquisition's request id: a try that takes the permits keeps a memo under it
 	nArgs
 )
 
@@ -231,8 +234,7 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 		return true, 0, notReplicated // Acquire gives it back when it was not replicated
 	}
 	if len(res) > 1 {
-		a.args[argRecorded] = "1" // the try that succeeds removes the record
-		a.score = res[1]
+		a.score = res[1] // a hand-over must come after this try
 	}
 	return false, 0, nil
 }
@@ -282,14 +284,15 @@ func (a *acquisition) Claim(payload string) bool {
 }
 
 // Stray gives back permits that a release took for a waiter of this client that is no longer there.
-func (a *acquisition) Stray(member, _ string) { a.s.forget(context.Background(), member) }
+func (a *acquisition) Stray(member, _ string) { a.s.forget(member, "", nil) }
 
 // forget removes the record of a waiter that gave up, so that no release counts it, and gives back
-// permits a release took for it meanwhile.
-func (s *Semaphore) forget(ctx context.Context, member string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
-	defer cancel()
-	s.c.Send(ctx, forgetScript, s.keys[:6], []string{member, s.c.Value("publish"), s.c.Value("numsub")})
+// permits a release took for it meanwhile; rid, when not "", is the waiter's acquisition, whose tries
+// still on their way then record nothing (semaphore_forget.lua). It is sent in the background until
+// Redis answers (core.Client.Undo's bound): permits handed to a waiter that is gone come back once
+// it lands. done, when not nil, runs once it is over.
+func (s *Semaphore) forget(member, rid string, done func()) {
+	s.c.Undo(forgetScript, s.keys[:], []string{member, s.c.Value("publish"), s.c.Value("numsub"), rid}, done)
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package

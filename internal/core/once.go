@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -108,10 +109,30 @@ func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, a
 }
 
 func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
+	var res rueidis.RedisResult
 	if acquires && c.cfg.ReplicaAck != 0 {
-		return c.runAcked(ctx, s, keys, args)
+		res = c.runAcked(ctx, s, keys, args)
+	} else {
+		res = s.Exec(ctx, c.rdb, keys, args)
 	}
-	return s.Exec(ctx, c.rdb, keys, args)
+	if t := sendTrace.Load(); t != nil {
+		(*t)(c.id, s, keys, args, res)
+	}
+	return res
+}
+
+// sendTrace, when set, hears of every script sent and of its answer (SetSendTrace).
+var sendTrace atomic.Pointer[func(client string, s *lua.Script, keys, args []string, res rueidis.RedisResult)]
+
+// SetSendTrace makes every Client call f after each send of a script, with the Client's id, the
+// script, its KEYS and ARGV and Redis's answer (or the connection's error); nil stops it. It is for
+// tests that reconcile what the clients sent, and what they were told, with what the server ran.
+func SetSendTrace(f func(client string, s *lua.Script, keys, args []string, res rueidis.RedisResult)) {
+	if f == nil {
+		sendTrace.Store(nil)
+		return
+	}
+	sendTrace.Store(&f)
 }
 
 // Undo sends s.Undo() in the background, for up to undoBound: the give-back of an acquisition whose
