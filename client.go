@@ -72,7 +72,10 @@ func WithNameMapper(mapper func(name string) string) Option {
 	return func(c *options) { c.NameMapper = mapper }
 }
 
-// AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
+// AllReplicas, as the count of WithReplicaAck, waits for every replica the master has, up to the
+// timeout, and the acquisition stands when at least one of them acknowledged it: Redisson's
+// checkLockSyncedSlaves. While any replica lags, every acquisition then takes the whole timeout; the
+// default waits for the first replica alone (the package doc says why).
 const AllReplicas = -1
 
 // DefaultReplicaAckTimeout is how long an acquisition waits for the replicas by default (Redisson's
@@ -81,13 +84,14 @@ const DefaultReplicaAckTimeout = time.Second
 
 // WithReplicaAck makes every acquisition, renewal and fencing increment wait until replicas
 // acknowledge it, so that a failover cannot hand a lock held here to a second owner (Redisson's
-// checkLockSyncedSlaves, with the failed acquisition given back instead of kept): WAIT replicas
-// timeout follows the script on the same connection (and WAITAOF 1 0 timeout, when the master writes
-// an AOF and knows the command). replicas is how many must acknowledge, or AllReplicas: as many as
-// the master has, at least one. When too few acknowledge within timeout, the acquisition is given
-// back and fails with an error matching ErrNotReplicated; a renewal that is not acknowledged does not
-// extend the lease. What it costs, and the default (replica acknowledgement as Redisson's, without
-// WAITAOF), are in the package doc.
+// checkLockSyncedSlaves): WAIT replicas timeout follows the script on the same connection (and
+// WAITAOF 1 0 timeout, when the master writes an AOF and knows the command). replicas is how many
+// must acknowledge, or AllReplicas. When too few acknowledge within timeout, the acquisition is given
+// back, and a blocking call (Lock, TryLock with a wait, Acquire) tries again until its bound (ctx, or
+// the wait) ends: a replica that lags for less than the bound costs the wait, nothing else. A call
+// whose bound ends first, and a single try, fails with an error matching ErrNotReplicated; a try's
+// WAIT never outlasts its bound. A renewal that is not acknowledged does not extend the lease. The
+// default (the first replica, without WAITAOF), and why, are in the package doc.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *options) {
 		c.ReplicaAck, c.ReplicaAckTimeout, c.noReplicaAck = replicas, timeout, false
@@ -174,7 +178,7 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 		}
 	}
 	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
-		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // AllReplicas, as Redisson does it
+		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // the first replica (package doc)
 	}
 	if cfg.Recheck < 0 {
 		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)

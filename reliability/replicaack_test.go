@@ -1,11 +1,15 @@
 package reliability
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -380,5 +384,97 @@ func TestReplicaPausedUnderBlockingAcquisitions(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// With the default acknowledgement, an acquisition waits for the first replica only: with two
+// replicas, one of them stopped, every acquisition is acknowledged by the other at once, and the
+// WAIT each sends asks for one replica. AllReplicas asks for both (and gets one, after its timeout).
+func TestReplicaAckWaitsForTheFirstReplica(t *testing.T) {
+	st := redistest.StartSentinel(t)
+	second := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(st.Master.Port), "--repl-diskless-sync-delay", "0")
+	testkit.Eventually(t, 10*time.Second, func() error {
+		info, err := st.Master.Do("INFO", "replication")
+		if err != nil || !strings.Contains(info, "connected_slaves:2") {
+			return fmt.Errorf("the master has not both replicas yet: %v", err)
+		}
+		if info, err := second.Do("INFO", "replication"); err != nil || !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("the second replica is not in sync yet: %v", err)
+		}
+		return nil
+	})
+	waits := monitorWaits(t, st.Master)
+	if err := second.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer second.Resume()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testkit.CloseClean(t, c) })
+	l := newLock(t, c, "ack-first")
+	for range 5 {
+		held, err := l.TryLock(context.Background(), 0) // a single try: acknowledged at once, or not at all
+		if err != nil {
+			t.Fatalf("an acquisition with one of two replicas stopped: %v", err)
+		}
+		if err := l.Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := redisync.New(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true},
+		redisync.WithReplicaAck(redisync.AllReplicas, 100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testkit.CloseClean(t, all) })
+	la := newLock(t, all, "ack-all")
+	if err := la.Unlock(mustLock(t, la)); err != nil {
+		t.Fatal(err)
+	}
+	got := waits()
+	if len(got) < 6 || !slices.Equal(got[:5], []string{"1", "1", "1", "1", "1"}) || got[len(got)-1] != "2" {
+		t.Fatalf("WAIT asked for %v replicas, want 1 for each of the default's 5 acquisitions, then 2 for AllReplicas'", got)
+	}
+}
+
+// monitorWaits watches s's commands; the func it returns gives how many replicas each WAIT asked for,
+// in order.
+func monitorWaits(t *testing.T, s *redistest.Server) func() []string {
+	conn, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := bufio.NewReader(conn)
+	if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(ok, "+OK") {
+		t.Fatalf("MONITOR: %q, %v", ok, err)
+	}
+	var mu sync.Mutex
+	var waits []string
+	go func() {
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if _, rest, ok := strings.Cut(line, `] "WAIT" `); ok {
+				if args := monitorArgs(rest); len(args) > 0 {
+					mu.Lock()
+					waits = append(waits, args[0])
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	return func() []string {
+		time.Sleep(100 * time.Millisecond) // the feed's last lines
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(waits)
 	}
 }
