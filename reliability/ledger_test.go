@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -42,6 +43,7 @@ import (
 type permitLedger struct {
 	t    *testing.T
 	name string
+	addr string
 	conn net.Conn
 	wg   sync.WaitGroup
 	// Which script a SHA is: "acquire", "add", "forget", "try-set", each with its MODE.
@@ -107,16 +109,33 @@ func startPermitLedger(t *testing.T, addr, name string, permits int64) *permitLe
 		l.scripts[s.Resent().SHA1()] = scriptMode{sname, 1}
 		l.scripts[s.Undo().SHA1()] = scriptMode{sname, 2}
 	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
+	l.addr = addr
+	if err := l.monitor(); err != nil {
 		t.Fatal(err)
 	}
+	core.SetSendTrace(l.sent)
+	t.Cleanup(func() {
+		core.SetSendTrace(nil)
+		l.conn.Close()
+		l.wg.Wait()
+	})
+	return l
+}
+
+// monitor starts following the server's MONITOR feed, and returns once the server confirmed it.
+func (l *permitLedger) monitor() error {
+	conn, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		return err
+	}
 	if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
-		t.Fatal(err)
+		conn.Close()
+		return err
 	}
 	r := bufio.NewReaderSize(conn, 1<<20)
 	if ok, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(ok, "+OK") {
-		t.Fatalf("MONITOR: %q, %v", ok, err)
+		conn.Close()
+		return fmt.Errorf("MONITOR: %q, %v", ok, err)
 	}
 	l.conn = conn
 	l.wg.Go(func() {
@@ -128,13 +147,7 @@ func startPermitLedger(t *testing.T, addr, name string, permits int64) *permitLe
 			l.feed(strings.TrimSpace(line))
 		}
 	})
-	core.SetSendTrace(l.sent)
-	t.Cleanup(func() {
-		core.SetSendTrace(nil)
-		conn.Close()
-		l.wg.Wait()
-	})
-	return l
+	return nil
 }
 
 // sent hears of every script a client sent and what it was answered.
@@ -375,7 +388,7 @@ func (l *permitLedger) inside(args []string) {
 			l.move("grant "+r.hdel, "acq "+r.rid, n, "taken over by a try")
 		}
 		r.hdel = ""
-	default:
+	case cmd == "get" && key == l.name: // the grant was not there: the try reads the count
 		r.hdel = ""
 	}
 }
@@ -399,6 +412,25 @@ func (l *permitLedger) give(owner string, n int64, why string) {
 func (l *permitLedger) move(from, to string, n int64, why string) {
 	l.give(from, n, "passed on to "+to+": "+why)
 	l.take(to, n, "from "+from+": "+why)
+}
+
+// Restarted follows the semaphore on a server restarted without persistence, which has lost it with
+// everything beside it: what was out went with it. The caller has made sure that nothing was.
+func (l *permitLedger) Restarted() {
+	l.conn.Close()
+	l.wg.Wait()
+	l.mu.Lock()
+	l.settle(time.Now())
+	l.out, l.count, l.cur = map[string]int64{}, 0, nil
+	l.mu.Unlock()
+	testkit.Eventually(l.t, 20*time.Second, func() error { return l.monitor() })
+}
+
+// Set says that the semaphore was set to n permits (TrySetPermits writes no INCRBY to follow).
+func (l *permitLedger) Set(n int64) {
+	l.mu.Lock()
+	l.count = n
+	l.mu.Unlock()
 }
 
 // Report returns what the ledger finds wrong, given how many permits the semaphore should have:
