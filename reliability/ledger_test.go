@@ -48,6 +48,8 @@ type permitLedger struct {
 	wg   sync.WaitGroup
 	// Which script a SHA is: "acquire", "add", "forget", "try-set", each with its MODE.
 	scripts map[string]scriptMode
+	// The script of the semaphore the feed is inside: the feed's goroutine alone touches it.
+	cur *ledgerRun
 
 	mu        sync.Mutex
 	count     int64            // the count as the feed has it
@@ -55,7 +57,6 @@ type permitLedger struct {
 	released  int64            // units released by name-less releases
 	history   map[string][]string
 	memberRid map[string]string // a waiter record -> its acquisition's rid
-	cur       *ledgerRun        // the script of the semaphore the feed is inside
 	unknown   []string          // lines the ledger could not account for
 	// What the clients were told, by acquisition rid: "ok" or the error; the acquisition each
 	// client's caller has under way (the first rid its sends name after Begin).
@@ -270,10 +271,11 @@ func (l *permitLedger) note(owner, what string) {
 
 // feed reads one line of the MONITOR feed.
 func (l *permitLedger) feed(line string) {
-	if !strings.Contains(line, l.name) && !strings.Contains(line, " lua] ") {
-		l.mu.Lock()
-		l.cur = nil // another client's command: the script before it is over
-		l.mu.Unlock()
+	inScript := strings.Contains(line, " lua] ")
+	if (inScript && l.cur == nil) || (!inScript && !strings.Contains(line, l.name)) {
+		if !inScript {
+			l.cur = nil // another client's command: the script before it is over
+		}
 		return
 	}
 	_, rest, ok := strings.Cut(line, " [")
@@ -419,9 +421,10 @@ func (l *permitLedger) move(from, to string, n int64, why string) {
 func (l *permitLedger) Restarted() {
 	l.conn.Close()
 	l.wg.Wait()
+	l.cur = nil // the feed's goroutine has ended
 	l.mu.Lock()
 	l.settle(time.Now())
-	l.out, l.count, l.cur = map[string]int64{}, 0, nil
+	l.out, l.count = map[string]int64{}, 0
 	l.mu.Unlock()
 	testkit.Eventually(l.t, 20*time.Second, func() error { return l.monitor() })
 }

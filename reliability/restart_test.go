@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
@@ -262,5 +264,59 @@ func TestConnectionEndKeepsHolds(t *testing.T) {
 	}
 	if err := rw.ReadLock().Unlock(hr); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Client made with Wrap does not see its connections end; while it has waiters, it checks its
+// holds when its notifier subscribes again after the restart, and learns as promptly.
+func TestRestartWrappedClientWithWaiters(t *testing.T) {
+	tg := testkit.Own(t)
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: tg.Addrs, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdb.Close)
+	wrapped, err := redisync.Wrap(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testkit.CloseClean(t, wrapped) })
+	other := tg.Client(t)
+	mine := newLock(t, wrapped, "wrap-held")
+	held := mustLock(t, mine)
+	theirs := newLock(t, other, "wrap-waited")
+	busy := mustLock(t, theirs)
+	waiting := testkit.Background(func() (context.Context, error) {
+		return newLock(t, wrapped, "wrap-waited").TryLock(context.Background(), time.Minute)
+	})
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if testkit.Waiters(wrapped) == 0 {
+			return fmt.Errorf("the waiter does not wait yet")
+		}
+		return nil
+	})
+	restarted := time.Now()
+	if err := tg.Servers[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(restartWindow):
+		t.Fatalf("the hold still believed held %v after the restart", restartWindow)
+	}
+	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
+		t.Fatalf("cause %v, want ErrLost", cause)
+	}
+	t.Logf("the wrapped Client's holder learnt it %v after the restart began", time.Since(restarted).Round(time.Millisecond))
+	// The waiter acquires on the restarted server; the other Client's hold was lost too.
+	h := testkit.Await(t, waiting, "the waiter")
+	if err := newLock(t, wrapped, "wrap-waited").Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := theirs.Unlock(busy); !errors.Is(err, redisync.ErrNotHeld) {
+		t.Fatalf("the other Client's Unlock of a lock the restart lost: %v, want ErrNotHeld", err)
+	}
+	if err := mine.Unlock(held); !errors.Is(err, redisync.ErrNotHeld) {
+		t.Fatalf("Unlock of a lock the restart lost: %v, want ErrNotHeld", err)
 	}
 }
