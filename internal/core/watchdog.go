@@ -158,10 +158,10 @@ func (w *watchdog) len() int {
 }
 
 // check has every hold checked at once, in a round of its own: the holds with a fixed lease are
-// looked for, the others renewed, and those gone are reported lost. A connection to Redis ended or
-// was made: the server may have restarted without the holds, or failed over to a replica that missed
-// them. Checks asked for while a round runs are made by one round after it; a check round that
-// cannot reach Redis is made again until one does.
+// looked for, the others renewed, and those gone are reported lost. A connection to Redis ended: the
+// server may have restarted without the holds, or failed over to a replica that missed them. Checks
+// asked for while a round runs are made by one round after it; a check round that cannot reach
+// Redis is made again until one does.
 func (w *watchdog) check() {
 	select {
 	case w.kick <- struct{}{}:
@@ -190,8 +190,6 @@ func (w *watchdog) run() {
 	defer tick.Stop()
 	expiry := time.NewTimer(time.Hour)
 	expiry.Stop()
-	again := time.NewTimer(time.Hour) // a check round that failed is made again
-	again.Stop()
 	finished := make(chan bool, 1) // whether every batch of the round was answered
 	renewing, checking, checkNext := false, false, false
 	start := func(check bool) {
@@ -217,16 +215,10 @@ func (w *watchdog) run() {
 			} else {
 				start(true)
 			}
-		case <-again.C:
-			if renewing {
-				checkNext = true
-			} else {
-				start(true)
-			}
 		case answered := <-finished:
 			renewing = false
 			if checking && !answered {
-				again.Reset(resendBackoff)
+				time.AfterFunc(resendBackoff, w.check) // until Redis answers
 			}
 			if checkNext {
 				start(true)
