@@ -82,8 +82,8 @@ func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, a
 		return res
 	}
 	deadline := time.Now().Add(bound)
-	if by, ok := ctx.Value(resendKey{}).(time.Time); ok && by.Before(deadline) {
-		deadline = by // a try within its wait's bounds (wait.go)
+	if b, ok := ctx.Value(resendKey{}).(tryBound); ok && b.by.Before(deadline) {
+		deadline = b.by // a try within its wait's bounds (wait.go)
 	}
 	again := s.Resent()
 	pause := time.Duration(0) // the first re-send goes at once: rueidis dials a new connection

@@ -196,8 +196,8 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	// Within a try's bound (wait.go), WAIT gives up in time for its answer to come back before it:
 	// the caller learns that the replicas lag, and what was acquired is given back before it returns.
 	timeout := c.cfg.ReplicaAckTimeout
-	if by, ok := ctx.Value(resendKey{}).(time.Time); ok {
-		timeout = min(timeout, time.Until(by)-Overtime/2)
+	if b, ok := ctx.Value(resendKey{}).(tryBound); ok && b.forAck {
+		timeout = min(timeout, time.Until(b.by)-Overtime/2)
 	}
 	ms := max(timeout.Milliseconds(), 1)
 	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}

@@ -124,11 +124,14 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	if wait == 0 {
 		bound = time.Now().Add(Overtime)
 	}
-	if dl, ok := ctx.Deadline(); ok && (bound.IsZero() || dl.Before(bound)) {
+	dl, ok := ctx.Deadline()
+	if ok && (bound.IsZero() || dl.Before(bound)) {
 		bound = dl
 	}
 	if !bound.IsZero() {
-		tries.try = context.WithValue(tries.try, resendKey{}, bound)
+		// A single try's own bound is Overtime for its resends only: its WAIT takes the replicas'
+		// timeout, as a try without a bound does.
+		tries.try = context.WithValue(tries.try, resendKey{}, tryBound{bound, wait != 0 || bound.Equal(dl)})
 	}
 	// A try that acquired what too few replicas acknowledged in time has given it back; a replica
 	// that lags is waited out within the bound, which alone ends the wait with ErrNotReplicated.
@@ -372,8 +375,16 @@ func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool
 // tries are the contexts of a wait's tries (bounded by resendKey) and of what they give back.
 type tries struct{ try, undo context.Context }
 
-// resendKey bounds, in a try's ctx, until when the try is sent again after connection failures.
+// resendKey bounds, in a try's ctx, until when the try is sent again after connection failures: its
+// value is a tryBound.
 type resendKey struct{}
+
+// tryBound is when a try's bound ends, and whether its WAIT for the replicas must end within it too
+// (the wait's end, or ctx's deadline).
+type tryBound struct {
+	by     time.Time
+	forAck bool
+}
 
 // apart is implemented by Tries whose calls must not overlap with the next call of their object:
 // a try that runs apart may outlive Acquire, and the object's next call waits for apartEnd.
