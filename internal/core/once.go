@@ -115,8 +115,8 @@ func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, a
 	} else {
 		res = s.Exec(ctx, c.rdb, keys, args)
 	}
-	if t := sendTrace.Load(); t != nil {
-		(*t)(c.id, s, keys, args, res)
+	if t := sendTrace.Load(); t != nil { // copies: callers' buffers stay on their stacks
+		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), res)
 	}
 	return res
 }

@@ -148,7 +148,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			return false, time.Millisecond, start, nil // try again at once
 		}
 		unacked = nil
-		if wait != 0 && lagging(err) {
+		if wait != 0 && err != nil && lagging(err) {
 			if ag, ok := w.Tries.(again); ok {
 				ag.Again()
 			}
