@@ -59,10 +59,11 @@ type permitLedger struct {
 	memberRid map[string]string // a waiter record -> its acquisition's rid
 	unknown   []string          // lines the ledger could not account for
 	// What the clients were told, by acquisition rid: "ok" or the error; the acquisition each
-	// client's caller has under way (the first rid its sends name after Begin).
+	// client's caller has under way (the newest rid its sends name after Begin), and the last one
+	// whose caller was told.
 	told    map[string]string
-	seen    map[string]bool
 	current map[string]string
+	last    map[string]string
 	// Acquisitions told ok are kept as a count of their units, which the releases balance, once the
 	// feed has surely caught up with them (okLag: it runs behind the clients).
 	okUnits int64
@@ -99,7 +100,7 @@ type ledgerRun struct {
 func startPermitLedger(t *testing.T, addr, name string, permits int64) *permitLedger {
 	l := &permitLedger{t: t, name: name, count: permits, out: map[string]int64{}, history: map[string][]string{},
 		memberRid: map[string]string{}, told: map[string]string{}, scripts: map[string]scriptMode{},
-		seen: map[string]bool{}, current: map[string]string{}, settled: map[string]bool{}}
+		current: map[string]string{}, last: map[string]string{}, settled: map[string]bool{}}
 	for sname, s := range map[string]*lua.Script{
 		"acquire": lua.Load("record.lua", "once.lua", "semaphore_acquire.lua"),
 		"add":     lua.Load("wake_records.lua", "semaphore_wake.lua", "once.lua", "semaphore_add.lua"),
@@ -151,8 +152,8 @@ func (l *permitLedger) monitor() error {
 	return nil
 }
 
-// sent hears of every script a client sent and what it was answered.
-func (l *permitLedger) sent(client string, s *lua.Script, keys, args []string, res rueidis.RedisResult) {
+// sent hears of every script a client sends (res nil) and what it was answered.
+func (l *permitLedger) sent(client string, s *lua.Script, keys, args []string, res *rueidis.RedisResult) {
 	if len(keys) == 0 || keys[0] != l.name {
 		return
 	}
@@ -161,26 +162,40 @@ func (l *permitLedger) sent(client string, s *lua.Script, keys, args []string, r
 	if rid == "" {
 		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if res == nil {
+		// The acquisition under way is the one whose request id is the client's newest: a try of an
+		// earlier one may still be on its way (it ran apart from a caller that gave up).
+		if _, begun := l.current[client]; begun && sm.name == "acquire" && ridAfter(rid, l.current[client]) {
+			l.current[client] = rid
+		}
+		return
+	}
 	answer := "error " + fmt.Sprint(res.Error())
 	if res.Error() == nil {
 		m, _ := res.ToMessage()
 		answer = "answer " + m.String()
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if sm.name == "acquire" && !l.seen[rid] {
-		l.seen[rid] = true
-		if _, begun := l.current[client]; begun {
-			l.current[client] = rid
-		}
-	}
 	l.note(rid, fmt.Sprintf("client %.8s sent %s MODE %d (%s), told %s", client, sm.name, sm.mode, strings.Join(args, " "), answer))
+}
+
+// ridAfter reports whether request id a came after b ("" or of another client: before any), by the
+// counter after the client's id.
+func ridAfter(a, b string) bool {
+	i, j := strings.LastIndexByte(a, ':'), strings.LastIndexByte(b, ':')
+	if b == "" || j < 0 || i < 0 || a[:i] != b[:j] {
+		return true
+	}
+	x, _ := strconv.ParseInt(a[i+1:], 10, 64)
+	y, _ := strconv.ParseInt(b[j+1:], 10, 64)
+	return x > y
 }
 
 // Begin marks the start of an acquisition by client (its id), whose caller makes one at a time.
 func (l *permitLedger) Begin(client string) {
 	l.mu.Lock()
-	l.current[client] = ""
+	l.current[client] = l.last[client] // a send of an earlier acquisition is not this one
 	l.mu.Unlock()
 }
 
@@ -204,9 +219,10 @@ func (l *permitLedger) Told(client string, err error) {
 	defer l.mu.Unlock()
 	rid := l.current[client]
 	delete(l.current, client)
-	if rid == "" {
+	if rid == "" || rid == l.last[client] {
 		return // nothing was sent
 	}
+	l.last[client] = rid
 	if err != nil {
 		l.told[rid] = err.Error()
 		l.note(rid, "the caller was told "+l.told[rid])

@@ -421,6 +421,7 @@ func TestSoak(t *testing.T) {
 		}
 		restartsDone.Add(1)
 		serverFaultUntil.Store(time.Now().Add(2500*time.Millisecond + time.Second).UnixNano())
+		tr.restarted()
 		ledger.Restarted()
 		testkit.Eventually(t, 20*time.Second, func() error { // the clients connect again
 			if _, err := s0.TrySetPermits(context.Background(), permits); err != nil {

@@ -27,6 +27,7 @@ const traceSpan = 6 * time.Second
 type trace struct {
 	t    *testing.T
 	path string
+	addr string
 	conn net.Conn
 
 	mu      sync.Mutex
@@ -46,14 +47,33 @@ func startTrace(t *testing.T, addr, path string) *trace {
 	if path == "" {
 		return nil
 	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
+	tr := &trace{t: t, path: path, addr: addr}
+	if err := tr.monitor(); err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tr.mu.Lock()
+		conn := tr.conn
+		tr.mu.Unlock()
+		conn.Close()
+		tr.wg.Wait()
+	})
+	return tr
+}
+
+// monitor follows the server's MONITOR feed on a connection of its own.
+func (tr *trace) monitor() error {
+	conn, err := net.Dial("tcp", tr.addr)
+	if err != nil {
+		return err
 	}
 	if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
-		t.Fatal(err)
+		conn.Close()
+		return err
 	}
-	tr := &trace{t: t, path: path, conn: conn}
+	tr.mu.Lock()
+	tr.conn = conn
+	tr.mu.Unlock()
 	tr.wg.Go(func() {
 		r := bufio.NewReader(conn)
 		for {
@@ -64,11 +84,14 @@ func startTrace(t *testing.T, addr, path string) *trace {
 			tr.add("redis " + strings.TrimSpace(line))
 		}
 	})
-	t.Cleanup(func() {
-		conn.Close()
-		tr.wg.Wait()
-	})
-	return tr
+	return nil
+}
+
+// restarted follows the feed of the server restarted at the same address.
+func (tr *trace) restarted() {
+	if tr != nil {
+		testkit.Eventually(tr.t, 20*time.Second, tr.monitor)
+	}
 }
 
 // logf records one of the soak's events.

@@ -109,25 +109,30 @@ func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, a
 }
 
 func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
+	t := sendTrace.Load()
+	if t != nil { // copies: callers' buffers stay on their stacks
+		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), nil)
+	}
 	var res rueidis.RedisResult
 	if acquires && c.cfg.ReplicaAck != 0 {
 		res = c.runAcked(ctx, s, keys, args)
 	} else {
 		res = s.Exec(ctx, c.rdb, keys, args)
 	}
-	if t := sendTrace.Load(); t != nil { // copies: callers' buffers stay on their stacks
-		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), res)
+	if t != nil {
+		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), &res)
 	}
 	return res
 }
 
 // sendTrace, when set, hears of every script sent and of its answer (SetSendTrace).
-var sendTrace atomic.Pointer[func(client string, s *lua.Script, keys, args []string, res rueidis.RedisResult)]
+var sendTrace atomic.Pointer[func(client string, s *lua.Script, keys, args []string, res *rueidis.RedisResult)]
 
-// SetSendTrace makes every Client call f after each send of a script, with the Client's id, the
-// script, its KEYS and ARGV and Redis's answer (or the connection's error); nil stops it. It is for
-// tests that reconcile what the clients sent, and what they were told, with what the server ran.
-func SetSendTrace(f func(client string, s *lua.Script, keys, args []string, res rueidis.RedisResult)) {
+// SetSendTrace makes every Client call f before each send of a script (res nil) and after it, with
+// the Client's id, the script, its KEYS and ARGV and Redis's answer (or the connection's error); nil
+// stops it. It is for tests that reconcile what the clients sent, and what they were told, with what
+// the server ran.
+func SetSendTrace(f func(client string, s *lua.Script, keys, args []string, res *rueidis.RedisResult)) {
 	if f == nil {
 		sendTrace.Store(nil)
 		return
