@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -165,4 +166,51 @@ func TestTryArrivingAfterItsWaiterLeftRecordsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settled(2)
+}
+
+// The same for a lock: a waiter's recording try is answered after the server ran it, the answer is
+// lost, and the lock becomes free (its holder's lease ended) before the try is sent again, which
+// acquires. The waiter's record must go with that acquisition: before, it stayed (the send made
+// again did not know that the lost one had recorded it), and the waiter's own release handed the
+// lock back to it, so that a successful Unlock left the lock held (the soak's "a successful Unlock
+// left the hold").
+func TestResentLockTryRemovesItsRecord(t *testing.T) {
+	tg := testkit.Own(t)
+	srv := tg.Servers[0]
+	proxy := redistest.StartProxy(t, srv.Addr)
+	via := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: tg.Servers}
+	holder := newLock(t, tg.Client(t), "resent-lock", rlock.WithLease(500*time.Millisecond))
+	if _, err := holder.TryLock(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	waiter := newLock(t, via.Client(t), "resent-lock")
+	// The waiter's try that records it (its tag, the last ARGV, is set).
+	recording := func(args []string) bool {
+		n, err := strconv.Atoi(args[2])
+		return err == nil && args[3] == "resent-lock" && len(args) > 3+n && args[len(args)-1] != "" && n == 5
+	}
+	held := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: "resent-lock", Match: recording})
+	defer held.Release()
+	got := testkit.Background(func() (context.Context, error) { return waiter.TryLock(context.Background(), 20*time.Second) })
+	if !held.Wait(10 * time.Second) {
+		t.Fatal("the waiter's recording try never came")
+	}
+	records := "redisync_lock_waiters:{resent-lock}"
+	testkit.Eventually(t, 10*time.Second, func() error { // the holder's lease ends
+		if n, err := srv.Do("EXISTS", "resent-lock"); err != nil || n != "0" {
+			return fmt.Errorf("still held (%v)", err)
+		}
+		return nil
+	})
+	held.Lose() // the answer is lost with its connection: the try is sent again, and acquires
+	h := testkit.Await(t, got, "the waiter")
+	if members, err := srv.Do("ZRANGE", records, "0", "-1"); err != nil || members != "" {
+		t.Fatalf("the waiter holds the lock and is still recorded as waiting: %q (%v)", members, err)
+	}
+	if err := waiter.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := srv.Do("EXISTS", "resent-lock"); err != nil || n != "0" {
+		t.Fatalf("the lock is held after its only holder's Unlock (%v)", err)
+	}
 }

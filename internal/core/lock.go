@@ -36,11 +36,10 @@ import (
 //     LockOptions.Values. A renewal gives only "field" of the per-call names.
 //   - ARGV, per call: "field" (the hold's field), "owner" (the owner's field, "<client id>:<owner
 //     id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
-//     request id), "tag" (the waiter's tag, '' before it listens), "recorded" ('1' once a try of the
-//     wait left a record), "waits" ('1' when the acquisition waits), "linger" (ms the Client stays
-//     listed among the lock's clients, '' when it need not be listed again), "grant" (the lease a
-//     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
-//     waiter may have queued).
+//     request id), "tag" (the waiter's tag, '' before it listens), "waits" ('1' when the acquisition
+//     waits), "linger" (ms the Client stays listed among the lock's clients, '' when it need not be
+//     listed again), "grant" (the lease a release that hands the lock over gives: '0' for a wake-up
+//     only), "queued" ('1' when a leaving waiter may have queued).
 //
 // The replies: an acquisition answers {1, count, token} when acquired (or the count alone when it
 // took no token), {0, ms} or {0, ms, score} when not (try again within ms; score: of the record the
@@ -112,7 +111,6 @@ const (
 	vHeld
 	vRid
 	vTag
-	vRecorded
 	vWaits
 	vLinger
 	vGrant
@@ -120,7 +118,7 @@ const (
 	nVals
 )
 
-var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued"}
+var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "waits", "linger", "grant", "queued"}
 
 // The values a lock gives its scripts, before those of LockOptions.Values; "tail" stands for a list.
 var lockValNames = []string{"lease", "reentrant", "fenced", "publish", "numsub", "client", "window", "ntail", "tail"}
@@ -471,7 +469,7 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 			err = notReplicated // Acquire gives back an acquisition that was not replicated
 		}
 	case t.recorded:
-		a.v[vRecorded], a.score = "1", t.score // the try that acquires removes the record
+		a.score = t.score // the try that acquires removes the record
 		if a.v[vLinger] != "" {
 			c.listed(l.clients, sent, pubsub.Linger/2)
 		}
