@@ -109,7 +109,8 @@ func WithoutReplicaAck() Option {
 
 // New connects to Redis with rueidis options: one address for a standalone server, several (or one
 // that answers CLUSTER SLOTS) for a cluster, or the sentinels' addresses with opt.Sentinel.MasterSet
-// for Sentinel. Close closes the connection.
+// for Sentinel. Close closes the connection. It dials through opt's DialCtxFn or DialFn when set,
+// wrapped so that the Client learns when a connection ends (see Wrap).
 //
 // Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
 // opt.DisableCache; redisync itself never uses the cache.
@@ -130,6 +131,12 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 }
 
 // Wrap builds a Client on a rueidis client the caller already has. Close leaves rdb open.
+//
+// New watches the connections it makes, and checks every hold as soon as one of them ends, so that
+// a restart or a failover that lost a lock ends its holder's ctx within about one reconnect. Wrap
+// cannot: its Client checks its holds when its notifier subscribes again after losing its
+// connection (while something waits), and otherwise learns of such a loss at the next renewal, or at
+// the end of a fixed lease.
 //
 // Acquisitions keep to a ctx deadline even when the server stalls; to do so without a goroutine per
 // command, Wrap assumes that rdb gives up on an unanswered command within rueidis's default timeouts
