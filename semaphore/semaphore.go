@@ -155,8 +155,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // An error never means the permits were taken, with one exception that no client can rule out: when
 // the connection fails while the acquiring script runs, the error is the connection's, and the script
 // may have taken the permits on the server. The same holds for permits a release took for a waiter
-// that then gave up, if its Client can reach Redis neither to give them back then nor when the
-// release's message arrives. Nobody then holds them; AddPermits can put them back.
+// that then gave up, if its Client cannot reach Redis for the 30 s during which its leave, which
+// gives them back, is sent again. Nobody then holds them; AddPermits can put them back.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return s.acquire(ctx, n, -1)
 }
