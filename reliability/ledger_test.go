@@ -439,6 +439,19 @@ func (l *permitLedger) Restarted() {
 	l.wg.Wait()
 	l.cur = nil // the feed's goroutine has ended
 	l.mu.Lock()
+	// A grant its waiter's Client claimed, whose HDEL went to the restarted server: the unit is the
+	// acquisition's, which was released.
+	for owner, n := range l.out {
+		if m, ok := strings.CutPrefix(owner, "grant "); ok {
+			switch rid := l.memberRid[m]; {
+			case l.settled[rid]:
+				l.give(owner, n, "claimed by its waiter's Client before a restart")
+				l.okUnits += n
+			case l.told[rid] == "ok":
+				l.move(owner, "acq "+rid, n, "claimed by its waiter's Client before a restart")
+			}
+		}
+	}
 	l.settle(time.Now())
 	l.out, l.count = map[string]int64{}, 0
 	l.mu.Unlock()
