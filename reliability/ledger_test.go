@@ -57,6 +57,7 @@ type permitLedger struct {
 	released  int64            // units released by name-less releases
 	history   map[string][]string
 	memberRid map[string]string // a waiter record -> its acquisition's rid
+	ridMember map[string]string // and back
 	unknown   []string          // lines the ledger could not account for
 	// What the clients were told, by acquisition rid: "ok" or the error; the acquisition each
 	// client's caller has under way (the newest rid its sends name after Begin), and the last one
@@ -99,7 +100,7 @@ type ledgerRun struct {
 // permits. It stops with the test.
 func startPermitLedger(t *testing.T, addr, name string, permits int64) *permitLedger {
 	l := &permitLedger{t: t, name: name, count: permits, out: map[string]int64{}, history: map[string][]string{},
-		memberRid: map[string]string{}, told: map[string]string{}, scripts: map[string]scriptMode{},
+		memberRid: map[string]string{}, ridMember: map[string]string{}, told: map[string]string{}, scripts: map[string]scriptMode{},
 		current: map[string]string{}, last: map[string]string{}, settled: map[string]bool{}}
 	for sname, s := range map[string]*lua.Script{
 		"acquire": lua.Load("record.lua", "once.lua", "semaphore_acquire.lua"),
@@ -240,7 +241,9 @@ func (l *permitLedger) settle(by time.Time) {
 	for ; i < len(l.okQueue) && l.okQueue[i].at.Before(by); i++ {
 		rid := l.okQueue[i].rid
 		if n := l.out["acq "+rid]; n != 1 { // the soak's acquisitions take one permit each
-			l.unknown = append(l.unknown, fmt.Sprintf("an acquisition told ok took %d units:\n    %s", n, strings.Join(l.history[rid], "\n    ")))
+			h := append(l.history[rid], "its waiter record "+l.ridMember[rid]+":")
+			l.unknown = append(l.unknown, fmt.Sprintf("an acquisition told ok took %d units:\n    %s",
+				n, strings.Join(append(h, l.history[l.ridMember[rid]]...), "\n    ")))
 		}
 		l.okUnits += l.out["acq "+rid]
 		delete(l.out, "acq "+rid)
@@ -344,7 +347,7 @@ func (l *permitLedger) top(args []string) {
 		case "acquire":
 			r.member = r.args[2]
 			if r.member != "" {
-				l.memberRid[r.member] = r.rid
+				l.memberRid[r.member], l.ridMember[r.rid] = r.rid, r.member
 			}
 		case "forget":
 			r.member = r.args[0]
