@@ -120,7 +120,8 @@ func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, a
 		res = s.Exec(ctx, c.rdb, keys, args)
 	}
 	if t != nil {
-		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), &res)
+		answer := res // res itself stays on the stack
+		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), &answer)
 	}
 	return res
 }
