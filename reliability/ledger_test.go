@@ -240,6 +240,11 @@ func (l *permitLedger) settle(by time.Time) {
 	i := 0
 	for ; i < len(l.okQueue) && l.okQueue[i].at.Before(by); i++ {
 		rid := l.okQueue[i].rid
+		if m := l.ridMember[rid]; l.out["acq "+rid] == 0 && l.out["grant "+m] > 0 {
+			// Told ok without a try that took permits: its Client claimed the grant, whose delete
+			// the feed has not shown (it failed, or went to a server restarted since).
+			l.move("grant "+m, "acq "+rid, l.out["grant "+m], "claimed by its waiter's Client (its delete unseen)")
+		}
 		if n := l.out["acq "+rid]; n != 1 { // the soak's acquisitions take one permit each
 			h := append(l.history[rid], "its waiter record "+l.ridMember[rid]+":")
 			l.unknown = append(l.unknown, fmt.Sprintf("an acquisition told ok took %d units:\n    %s",

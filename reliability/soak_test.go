@@ -195,6 +195,7 @@ func TestSoak(t *testing.T) {
 			if err == nil || errors.Is(err, redisync.ErrNotHeld) || time.Since(start) > 30*time.Second {
 				return err
 			}
+			tr.logf("a release failed after %v, and is made again: %v", time.Since(start), err)
 			errs.Add(1)
 			time.Sleep(20 * time.Millisecond)
 		}
