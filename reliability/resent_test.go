@@ -100,9 +100,9 @@ func TestLockTryResentAfterItsRecord(t *testing.T) {
 			t.Errorf("holder's Unlock after its lease: %v, want ErrNotHeld", err)
 		}
 	}()
-	// The waiter's try that records it (rlock_acquire.lua: 5 KEYS, 11 ARGV).
+	// The waiter's try that records it (rlock_acquire.lua: 5 KEYS, 10 ARGV).
 	f := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: name,
-		Match: func(args []string) bool { return len(args) == 3+5+11 && args[2] == "5" }})
+		Match: func(args []string) bool { return len(args) == 3+5+10 && args[2] == "5" }})
 	t.Cleanup(f.Release)
 	lw := must1(rlock.New(w, name))
 	got := testkit.Background(func() (context.Context, error) { return lw.TryLock(ctx, 10*time.Second) })
