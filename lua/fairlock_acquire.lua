@@ -31,10 +31,11 @@ local function token()
   if fenced ~= '1' then
     return 0
   end
-  local t = redis.pcall('incr', counter)
-  if type(t) == 'table' then
+  --! INCLUDE token.lua
+  local t, err = next_token(counter)
+  if err then
     --! INCLUDE refuse.lua
-    return nil, refuse(counter, nil, t.err)
+    return nil, refuse(counter, nil, err)
   end
   return t
 end

@@ -72,3 +72,10 @@ local function undone(memo, took)
   redis.call('set', memo, 'undone', 'px', MEMO_TTL)
   return not m and took == nil
 end
+
+-- give_up(memo): the call whose memo is memo is over, given up by its caller: a send of it still on
+-- its way (held up on a connection that failed, or by a stalled server) finds 'undone' and does
+-- nothing. A memo already kept stays: the call ran, and a give-back reads it.
+local function give_up(memo)
+  redis.call('set', memo, 'undone', 'px', MEMO_TTL, 'nx')
+end

@@ -1,12 +1,14 @@
 --! KEYS lock counter waiters clients memo
---! ARGV field held rid lease reentrant fenced window client linger recorded tag
+--! ARGV field held rid lease reentrant fenced window client linger tag
 -- A try of an acquisition of a reentrant lock whose waiter listens: when it does not acquire, it
 -- records the waiter (record.lua, defined only where it is called; see rlock_wake.lua), which a
 -- release may then hand the lock to. Replies as core/lock.go says ({0, pttl, score}: recorded with that score), exactly
 -- once as rlock_try.lua says.
 -- window: ms within which the waiter tries again ('0': no record); client: this client's id; linger:
--- ms the client listens after its last waiter left ('': it listed itself recently enough);
--- recorded: '1' when an earlier try of this wait recorded the waiter; tag: the waiter's record.
+-- ms the client listens after its last waiter left ('': it listed itself recently enough); tag: the
+-- waiter's record. Any try of the wait may have recorded the waiter, this one's other send included
+-- (its answer lost, or this a first send that the network held up): a try that acquires removes the
+-- record, or a release would hand the lock to the waiter that already holds it.
 --
 -- A name that holds anything but a lock hash, or a side key of another type, is refused before the
 -- lock or a record is written (lockhash.lua, refuse.lua): the writes that can fail on a side key (the
@@ -14,7 +16,7 @@
 --! INCLUDE once.lua
 local lock, counter, waiters, clients, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local field, held, rid, lease, reentrant, fenced = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
-local window, client, linger, recorded, tag = ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+local window, client, linger, tag = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 memo = memo .. rid
 if MODE == 1 then
   local found, reply = recall(memo)
@@ -58,7 +60,7 @@ if turn then
     return {0, left}
   end
 end
-if count > 0 and recorded == '1' then
+if count > 0 and tag ~= '' then
   -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
   -- acquisition, and its lease starts again now, since the waiter counts it from this try.
   local mark = redis.pcall('zscore', waiters, tag)
@@ -94,15 +96,15 @@ if free or count > 0 then
   end
   local token = 0
   if fenced == '1' then
-    token = redis.pcall('incr', counter)
-    if type(token) == 'table' then
+    --! INCLUDE token.lua
+    local err
+    token, err = next_token(counter)
+    if err then
       --! INCLUDE refuse.lua
-      return refuse(counter, nil, token.err)
+      return refuse(counter, nil, err)
     end
   end
-  -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
-  -- lost: a record left behind would have a release hand this owner the lock again.
-  local failed = (recorded == '1' or MODE == 1) and redis.pcall('zrem', waiters, tag)
+  local failed = tag ~= '' and redis.pcall('zrem', waiters, tag)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(waiters, nil, failed.err)

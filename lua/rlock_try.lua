@@ -29,10 +29,12 @@ if redis.call('exists', lock, waiters) == 0 then
   -- acquisition is Redisson's own, and replies the count alone when it takes no token.
   local tok = 0
   if fenced == '1' then
-    tok = redis.pcall('incr', counter)
-    if type(tok) == 'table' then
+    --! INCLUDE token.lua
+    local err
+    tok, err = next_token(counter)
+    if err then
       --! INCLUDE refuse.lua
-      return refuse(counter, nil, tok.err)
+      return refuse(counter, nil, err)
     end
   end
   redis.call('hset', lock, field, 1)
@@ -86,10 +88,12 @@ elseif reentrant ~= '1' then
 end
 local tok = 0
 if fenced == '1' then
-  tok = redis.pcall('incr', counter)
-  if type(tok) == 'table' then
+  --! INCLUDE token.lua
+  local err
+  tok, err = next_token(counter)
+  if err then
     --! INCLUDE refuse.lua
-    return refuse(counter, nil, tok.err)
+    return refuse(counter, nil, err)
   end
 end
 local n = redis.call('hincrby', lock, field, 1)
