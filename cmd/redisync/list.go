@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 )
 
 const listHeader = `Usage: redisync list [--json] [--max-keys N] [PATTERN]
@@ -264,7 +265,7 @@ func (l *lister) walk(node rueidis.Client) error {
 		if err := l.scan(node, "*", "zset", l.zsets); err != nil {
 			return err
 		}
-		if err := l.scan(node, "redisson_lock_queue:*", "list", l.lists); err != nil {
+		if err := l.scan(node, globEscape(layout.FairLock.Queue)+":*", "list", l.lists); err != nil {
 			return err
 		}
 	} else if err := l.scan(node, "*", "", l.byType); err != nil {
@@ -323,7 +324,7 @@ func (l *lister) byType(node rueidis.Client, keys []string) error {
 				hashes = append(hashes, chunk[i])
 			case typ == "zset":
 				zsets = append(zsets, chunk[i])
-			case typ == "list" && strings.HasPrefix(chunk[i], "redisson_lock_queue:"):
+			case typ == "list" && strings.HasPrefix(chunk[i], layout.FairLock.Queue+":"):
 				lists = append(lists, chunk[i])
 			}
 		}
@@ -389,10 +390,10 @@ func (l *lister) zsets(_ rueidis.Client, keys []string) error {
 			prefix string
 			bit    int
 		}{
-			{"redisson_lock_timeout", sideFairTimeout},
-			{"redisync_lock_waiters", sideLockWaiters},
-			{"redisync_rwlock_writers", sideWriters},
-			{"redisync_semaphore_waiters", sideSemWaiters},
+			{layout.FairLock.Deadlines, sideFairTimeout},
+			{layout.Lock.Waiters, sideLockWaiters},
+			{layout.RWLock.Writers, sideWriters},
+			{layout.Semaphore.Waiters, sideSemWaiters},
 		} {
 			if name, ok := unprefix(l.r.names, side.prefix, key, nil); ok {
 				if o := l.object(name); o != nil {
@@ -400,7 +401,7 @@ func (l *lister) zsets(_ rueidis.Client, keys []string) error {
 				}
 			}
 		}
-		if name, ok := unsuffix(l.r.names, key, "timeout", nil); ok {
+		if name, ok := unsuffix(l.r.names, key, layout.Expirable.Permits, nil); ok {
 			if o := l.object(name); o != nil {
 				o.side |= sideExpirable
 			}
@@ -412,7 +413,7 @@ func (l *lister) zsets(_ rueidis.Client, keys []string) error {
 // lists finds the fair locks whose queues the lists are.
 func (l *lister) lists(_ rueidis.Client, keys []string) error {
 	for _, key := range keys {
-		if name, ok := unprefix(l.r.names, "redisson_lock_queue", key, nil); ok {
+		if name, ok := unprefix(l.r.names, layout.FairLock.Queue, key, nil); ok {
 			if o := l.object(name); o != nil {
 				o.side |= sideQueue
 			}
@@ -424,14 +425,13 @@ func (l *lister) lists(_ rueidis.Client, keys []string) error {
 // channels finds the semaphores and latches that processes wait for, by the channels they
 // subscribe to: a bare number under a name says nothing, its waiters do.
 func (l *lister) channels(node rueidis.Client) error {
-	latch := func(name string) string {
-		return l.r.names.Braced("redisson_countdownlatch__channel__", name, "redisson_countdownlatch__channel_")
-	}
+	latch := func(name string) string { return latchChannel(l.r.names, name) }
+	semaphores, latches := globEscape(layout.Semaphore.Channel)+":*", globEscape(layout.Latch.Fallback)+"*"
 	for _, res := range node.DoMulti(l.r.ctx,
-		node.B().PubsubChannels().Pattern("redisson_sc:*").Build(),
-		node.B().PubsubChannels().Pattern("redisson_countdownlatch__channel_*").Build(),
-		node.B().PubsubShardchannels().Pattern("redisson_sc:*").Build(),
-		node.B().PubsubShardchannels().Pattern("redisson_countdownlatch__channel_*").Build()) {
+		node.B().PubsubChannels().Pattern(semaphores).Build(),
+		node.B().PubsubChannels().Pattern(latches).Build(),
+		node.B().PubsubShardchannels().Pattern(semaphores).Build(),
+		node.B().PubsubShardchannels().Pattern(latches).Build()) {
 		chans, err := res.AsStrSlice()
 		if err != nil {
 			if _, isRedis := rueidis.IsRedisErr(err); !isRedis || hasCode(err, "NOPERM") {
@@ -440,18 +440,18 @@ func (l *lister) channels(node rueidis.Client) error {
 			continue // SHARDCHANNELS is missing before Redis 7
 		}
 		for _, ch := range chans {
-			if name, ok := unprefix(l.r.names, "redisson_sc", ch, nil); ok {
+			if name, ok := unprefix(l.r.names, layout.Semaphore.Channel, ch, nil); ok {
 				if o := l.object(name); o != nil {
 					o.side |= sideSemChannel
 				}
 				continue
 			}
-			rest := strings.TrimPrefix(strings.TrimPrefix(ch, "redisson_countdownlatch__channel_"), "_")
+			rest := strings.TrimPrefix(ch, layout.Latch.Channel)
 			if name, ok := inverse(rest, ch, latch, nil); ok {
 				if o := l.object(name); o != nil {
 					o.side |= sideLatchChannel
 				}
-			} else if name, ok := unprefix(l.r.names, "redisson_countdownlatch__channel_", ch, nil); ok {
+			} else if name, ok := unprefix(l.r.names, layout.Latch.Fallback, ch, nil); ok {
 				if o := l.object(name); o != nil {
 					o.side |= sideLatchChannel
 				}
@@ -484,10 +484,10 @@ func (l *lister) read(names []string) ([]listed, error) {
 		o := l.objects[name]
 		w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1, live: -1,
 			marks: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1, group: -1}
-		side := func(prefix string) string { return r.names.Prefixed(prefix, name) }
+		side := func(form string) string { return r.key(form, name) }
 		_, _, _, rate := rateFields(o.fields)
 		group := o.fields != nil && !rate && groupFields(o.fields)
-		_, rw := o.fields["mode"]
+		_, rw := o.fields[layout.RWLock.Mode]
 		switch {
 		case group && o.more:
 			// A group has three fields a value: read those of a few hundred values.
@@ -497,30 +497,30 @@ func (l *lister) read(names []string) ([]listed, error) {
 			w.size = q.add(rdb.B().Hlen().Key(name).Build())
 		}
 		if o.side&(sideQueue|sideFairTimeout) != 0 {
-			w.queue = q.add(rdb.B().Llen().Key(side("redisson_lock_queue")).Build())
-			w.live = q.add(rdb.B().Zcount().Key(side("redisson_lock_timeout")).Min("(" + now).Max("+inf").Build())
+			w.queue = q.add(rdb.B().Llen().Key(side(layout.FairLock.Queue)).Build())
+			w.live = q.add(rdb.B().Zcount().Key(side(layout.FairLock.Deadlines)).Min("(" + now).Max("+inf").Build())
 		}
 		if o.fields != nil && !rate && !group && !rw {
 			if o.side&sideLockWaiters != 0 {
-				key := side("redisync_lock_waiters")
+				key := side(layout.Lock.Waiters)
 				w.records = q.add(rdb.B().Zcount().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Build())
 				w.ids = q.add(rdb.B().Zrangebyscore().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Limit(0, listedRecords).Build())
 			}
 			if o.side&(sideQueue|sideFairTimeout) == 0 {
 				// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
-				w.marks = q.add(rdb.B().Hmget().Key(side("redisync_fair_waiters")).Field(sortedKeys(o.fields)...).Build())
+				w.marks = q.add(rdb.B().Hmget().Key(side(layout.FairLock.Records)).Field(sortedKeys(o.fields)...).Build())
 			}
 		}
 		if o.fields != nil && o.side&sideWriters != 0 {
-			w.writers = q.add(rdb.B().Zcount().Key(side("redisync_rwlock_writers")).Min("(" + now).Max("+inf").Build())
+			w.writers = q.add(rdb.B().Zcount().Key(side(layout.RWLock.Writers)).Min("(" + now).Max("+inf").Build())
 		}
 		if o.fields == nil {
 			w.value = q.add(getNumber(rdb, name))
 			if o.side&sideSemWaiters != 0 {
-				w.records = q.add(rdb.B().Zcount().Key(side("redisync_semaphore_waiters")).Min(liveFrom(r.nowUs)).Max("+inf").Build())
+				w.records = q.add(rdb.B().Zcount().Key(side(layout.Semaphore.Waiters)).Min(liveFrom(r.nowUs)).Max("+inf").Build())
 			}
 			if o.side&sideExpirable != 0 {
-				key := r.names.Suffixed(name, "timeout")
+				key := side(layout.Expirable.Permits)
 				w.permits = q.add(rdb.B().Zcard().Key(key).Build())
 				w.ids = q.add(firstOf(rdb, key, 4))
 				w.expired = q.add(rdb.B().Zcount().Key(key).Min("-inf").Max(now).Build())
@@ -587,7 +587,7 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 			holders = int(q.int(w.size))
 		}
 		var waiters int64
-		mode, rw := o.fields["mode"]
+		mode, rw := o.fields[layout.RWLock.Mode]
 		switch {
 		case rw:
 			holders--
@@ -660,13 +660,13 @@ func ownerFields(fields map[string]string) bool {
 		return false
 	}
 	for k, v := range fields {
-		if k == "mode" {
-			if v != "read" && v != "write" {
+		if k == layout.RWLock.Mode {
+			if !rwMode(v) {
 				return false
 			}
 			continue
 		}
-		owner := strings.TrimSuffix(k, ":write")
+		owner := strings.TrimSuffix(k, layout.RWLock.WriterSuffix)
 		i := strings.LastIndexByte(owner, ':')
 		if i <= 0 {
 			return false
@@ -693,17 +693,10 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// sidePrefixes are the prefixes of the side keys "prefix:{name}" of every primitive.
-var sidePrefixes = []string{
-	"redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token", "redisson_unlock_latch",
-	"redisync_fair_waiters", "redisync_lock_clients", "redisync_lock_waiters", "redisync_rwlock_writers",
-	"redisync_semaphore_clients", "redisync_semaphore_grants", "redisync_semaphore_waiters",
-}
-
 // sideKey reports whether key is a side key of some object rather than a main key: a waiter
 // record hash must not pass for a lock.
 func sideKey(names core.Names, key string) bool {
-	for _, p := range sidePrefixes {
+	for _, p := range layout.SideKeys {
 		if _, ok := unprefix(names, p, key, nil); ok {
 			return true
 		}
@@ -711,24 +704,24 @@ func sideKey(names core.Names, key string) bool {
 	return false
 }
 
-// unprefix returns the name whose side key Prefixed(prefix, name) is key; a name whose main key is
-// in exists is preferred.
+// unprefix returns the name whose side key of the form prefix ("prefix:{name}") is key; a name
+// whose main key is in exists is preferred.
 func unprefix(names core.Names, prefix, key string, exists map[string]bool) (string, bool) {
 	rest, ok := strings.CutPrefix(key, prefix+":")
 	if !ok {
 		return "", false
 	}
-	return inverse(rest, key, func(name string) string { return names.Prefixed(prefix, name) }, exists)
+	return inverse(rest, key, func(name string) string { return names.Key(prefix, name) }, exists)
 }
 
-// unsuffix returns the name whose side key Suffixed(name, suffix) is key; a name whose main key is
-// in exists is preferred.
+// unsuffix returns the name whose side key of the form suffix (":suffix", "{name}:suffix") is key;
+// a name whose main key is in exists is preferred.
 func unsuffix(names core.Names, key, suffix string, exists map[string]bool) (string, bool) {
-	rest, ok := strings.CutSuffix(key, ":"+suffix)
+	rest, ok := strings.CutSuffix(key, suffix)
 	if !ok {
 		return "", false
 	}
-	return inverse(rest, key, func(name string) string { return names.Suffixed(name, suffix) }, exists)
+	return inverse(rest, key, func(name string) string { return names.Key(suffix, name) }, exists)
 }
 
 // inverse finds the name that side makes key from, given what key holds besides the prefix or

@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -256,7 +257,7 @@ func checkName(name string) error {
 			return fmt.Errorf("%q is in the %s* namespace of the keys that primitives keep beside their name; choose another name", name, p)
 		}
 	}
-	if strings.HasPrefix(name, "{") && (strings.HasSuffix(name, ":timeout") || strings.Contains(name, ":rwlock_timeout:")) {
+	if strings.HasPrefix(name, "{") && (strings.HasSuffix(name, layout.Expirable.Permits) || strings.Contains(name, layout.RWLock.LeaseInfix)) {
 		return fmt.Errorf("%q is the form of a primitive's side key; choose another name", name)
 	}
 	return nil

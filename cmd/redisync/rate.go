@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/ratelimit"
 )
 
@@ -271,12 +272,13 @@ type rateState struct {
 
 // rateFields reports whether a hash's fields are a rate limiter's, and its rate, interval and type.
 func rateFields(f map[string]string) (rate, interval int64, perClient, ok bool) {
-	rate, err1 := strconv.ParseInt(f["rate"], 10, 64)
-	interval, err2 := strconv.ParseInt(f["interval"], 10, 64)
-	if err1 != nil || err2 != nil || (f["type"] != "0" && f["type"] != "1") {
+	rate, err1 := strconv.ParseInt(f[layout.RateLimiter.Rate], 10, 64)
+	interval, err2 := strconv.ParseInt(f[layout.RateLimiter.Interval], 10, 64)
+	typ, overall, each := f[layout.RateLimiter.Type], strconv.Itoa(int(ratelimit.Overall)), strconv.Itoa(int(ratelimit.PerClient))
+	if err1 != nil || err2 != nil || (typ != overall && typ != each) {
 		return 0, 0, false, false
 	}
-	return rate, interval, f["type"] == "1", true
+	return rate, interval, typ == each, true
 }
 
 // rateLimiter reads the rate limiter under st.Name, if the hash fields there are one, the way an
@@ -289,13 +291,13 @@ func (r *reader) rateLimiter(st *state, f map[string]string, now int64) bool {
 		return false
 	}
 	rs := &rateState{Type: ratelimit.Overall.String(), Rate: rate, IntervalMs: interval}
-	rs.KeepAliveMs, _ = strconv.ParseInt(f["keepAliveTime"], 10, 64)
+	rs.KeepAliveMs, _ = strconv.ParseInt(f[layout.RateLimiter.KeepAlive], 10, 64)
 	st.Kind, st.RateLimiter = "rate limiter", rs
 	if perClient {
 		rs.Type = ratelimit.PerClient.String()
 		return true
 	}
-	valueKey, permitsKey := r.names.Suffixed(st.Name, "value"), r.names.Suffixed(st.Name, "permits")
+	valueKey, permitsKey := r.key(layout.RateLimiter.Value, st.Name), r.key(layout.RateLimiter.Permits, st.Name)
 	var q batch
 	value := q.add(getNumber(r.rdb, valueKey))
 	inWindow := q.add(r.rdb.B().Zcount().Key(permitsKey).Min("(" + strconv.FormatInt(now-interval, 10)).Max("+inf").Build())

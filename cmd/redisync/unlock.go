@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 	"github.com/redisync/redisync/rlock"
@@ -157,7 +158,7 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 		if err != nil {
 			return false, err
 		}
-		if st.Mode == "write" {
+		if st.Mode == layout.RWLock.Write {
 			return rw.WriteLock().ForceUnlock(ctx)
 		}
 		return rw.ReadLock().ForceUnlock(ctx)
@@ -185,7 +186,7 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 // built from the values, which the group's hash does not hold.
 var groupSpec = &core.Spec{
 	Kind: "group lock",
-	Keys: map[string]string{"channel": "redisson_lock__channel"},
+	Keys: map[string]string{"channel": layout.Group.Channel},
 	Scripts: map[string]*lua.Script{
 		"acquire": lua.Load("grouplock.lua", "grouplock_acquire.lua"),
 		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
