@@ -427,29 +427,34 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	case fair:
 		st.Kind = "fair lock"
 		inLine, _ := q.res[queue].AsStrSlice()
-		left := q.int(queueLen) - int64(len(inLine))
-		var d batch
-		var waiting []string
-		for _, owner := range inLine {
-			if !holders[owner] { // a holder is in line only for a moment, and waits for nobody
-				waiting = append(waiting, owner)
-				d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
-			}
-		}
-		st.omit("queue", left)
-		d.send(r)
-		for i, owner := range waiting {
-			w := waiter{Owner: owner}
-			if score, err := d.res[i].AsFloat64(); err == nil {
-				in := int64(score) - now
-				w.Deadline = &in
-			}
-			st.Queue = append(st.Queue, w)
-		}
+		st.omit("queue", q.int(queueLen)-int64(len(inLine)))
+		r.queue(st, timeoutKey, inLine, holders, now)
 	case fields != nil || st.FencingToken != nil || len(st.Waiters) > 0:
 		st.Kind = "lock"
 	case exp >= 0:
 		r.expirable(st, &q, exp, 0, now)
+	}
+}
+
+// queue adds to st the waiters of a fair lock among inLine, the first of its queue, each with its
+// deadline from timeoutKey. A holder is in line only for a moment, and waits for nobody.
+func (r *reader) queue(st *state, timeoutKey string, inLine []string, holders map[string]bool, now int64) {
+	var d batch
+	var waiting []string
+	for _, owner := range inLine {
+		if !holders[owner] {
+			waiting = append(waiting, owner)
+			d.add(r.rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
+		}
+	}
+	d.send(r)
+	for i, owner := range waiting {
+		w := waiter{Owner: owner}
+		if score, err := d.res[i].AsFloat64(); err == nil {
+			in := int64(score) - now
+			w.Deadline = &in
+		}
+		st.Queue = append(st.Queue, w)
 	}
 }
 
@@ -654,14 +659,44 @@ func sortedKeys(m map[string]string) []string {
 
 // print writes st for people.
 func (st *state) print(w io.Writer) {
+	if !st.printHeader(w) {
+		return
+	}
+	st.RateLimiter.print(w)
+	st.printHolders(w)
+	st.printWaiters(w)
+	if st.Subscribers != nil {
+		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
+	}
+	if st.Kind == "fair lock" {
+		st.printQueue(w)
+	}
+	if st.FencingToken != nil {
+		fmt.Fprintf(w, "  last fencing token: %d\n", *st.FencingToken)
+	}
+	switch st.Kind {
+	case "semaphore", "permit-expirable semaphore":
+		fmt.Fprintf(w, "  available permits: %d\n", *st.Available)
+	case "countdown latch":
+		fmt.Fprintf(w, "  count: %d\n", *st.Count)
+	case "semaphore or countdown latch":
+		fmt.Fprintf(w, "  value %d: a semaphore's available permits, or a latch's count\n", *st.Count)
+	}
+	if st.Kind == "permit-expirable semaphore" {
+		st.printPermits(w)
+	}
+}
+
+// printHeader writes the line that says what st is, and reports whether there is more to say.
+func (st *state) printHeader(w io.Writer) bool {
 	fmt.Fprintf(w, "%s: %s", escape(st.Name), st.Kind)
 	switch {
 	case st.Other != nil:
 		fmt.Fprintf(w, ": %s\n", st.Other)
-		return
+		return false
 	case st.Kind == "none":
 		fmt.Fprintln(w, " (nothing stored: a free lock, an empty semaphore or an open latch)")
-		return
+		return false
 	case st.Mode != "":
 		fmt.Fprintf(w, ", held for %s", st.Mode)
 	case len(st.Holders) > 0:
@@ -673,7 +708,11 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, ", %s", expiry(*st.TTLms))
 	}
 	fmt.Fprintln(w)
-	st.RateLimiter.print(w)
+	return true
+}
+
+// printHolders writes a line for each holder, and a group lock's values under their holder.
+func (st *state) printHolders(w io.Writer) {
 	for _, h := range st.Holders {
 		role := "holder"
 		if st.Mode != "" {
@@ -706,6 +745,10 @@ func (st *state) print(w io.Writer) {
 	if n := st.Omitted["values"]; n > 0 {
 		fmt.Fprintf(w, "    ... and about %d more values, held or not (not read)\n", n)
 	}
+}
+
+// printWaiters writes the writers a read-write lock keeps readers out for, and the recorded waiters.
+func (st *state) printWaiters(w io.Writer) {
 	if len(st.WaitingWriters) > 0 {
 		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", int64(len(st.WaitingWriters))+st.Omitted["waiting_writers"])
 		for _, q := range st.WaitingWriters {
@@ -713,78 +756,69 @@ func (st *state) print(w io.Writer) {
 		}
 		st.more(w, "waiting_writers")
 	}
-	if len(st.Waiters) > 0 {
-		fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
-		for _, q := range st.Waiters {
-			fmt.Fprintf(w, "    %s", escape(q.Owner))
-			switch {
-			case q.Permits == 1:
-				fmt.Fprint(w, "  wants 1 permit")
-			case q.Permits > 1:
-				fmt.Fprintf(w, "  wants %d permits", q.Permits)
-			}
-			fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
+	if len(st.Waiters) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
+	for _, q := range st.Waiters {
+		fmt.Fprintf(w, "    %s", escape(q.Owner))
+		switch {
+		case q.Permits == 1:
+			fmt.Fprint(w, "  wants 1 permit")
+		case q.Permits > 1:
+			fmt.Fprintf(w, "  wants %d permits", q.Permits)
 		}
-		st.more(w, "waiters")
+		fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
 	}
-	if st.Subscribers != nil {
-		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
-	}
-	if st.Kind == "fair lock" {
-		late := 0
-		for _, q := range st.Queue {
-			if q.Deadline != nil && *q.Deadline < 0 {
-				late++
-			}
+	st.more(w, "waiters")
+}
+
+// printQueue writes a fair lock's queue, head first, with each waiter's deadline.
+func (st *state) printQueue(w io.Writer) {
+	late := 0
+	for _, q := range st.Queue {
+		if q.Deadline != nil && *q.Deadline < 0 {
+			late++
 		}
-		if late == 0 {
-			fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
-		} else {
-			fmt.Fprintf(w, "  queue: %d in line, %d of them past their deadline\n", int64(len(st.Queue))+st.Omitted["queue"], late)
+	}
+	if late == 0 {
+		fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
+	} else {
+		fmt.Fprintf(w, "  queue: %d in line, %d of them past their deadline\n", int64(len(st.Queue))+st.Omitted["queue"], late)
+	}
+	for i, q := range st.Queue {
+		fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
+		switch {
+		case q.Deadline == nil:
+			fmt.Fprint(w, "  no deadline")
+		case *q.Deadline < 0:
+			fmt.Fprintf(w, "  deadline passed %v ago: loses its place at the next try", ms(-*q.Deadline))
+		default:
+			fmt.Fprintf(w, "  must try again within %v", ms(*q.Deadline))
 		}
-		for i, q := range st.Queue {
-			fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
-			switch {
-			case q.Deadline == nil:
-				fmt.Fprint(w, "  no deadline")
-			case *q.Deadline < 0:
-				fmt.Fprintf(w, "  deadline passed %v ago: loses its place at the next try", ms(-*q.Deadline))
-			default:
-				fmt.Fprintf(w, "  must try again within %v", ms(*q.Deadline))
-			}
-			fmt.Fprintln(w)
+		fmt.Fprintln(w)
+	}
+	st.more(w, "queue")
+}
+
+// printPermits writes a permit-expirable semaphore's acquired permits, with when each expires.
+func (st *state) printPermits(w io.Writer) {
+	fmt.Fprintf(w, "  acquired permits: %d\n", int64(len(st.Permits))+st.Omitted["permits"])
+	for _, p := range st.Permits {
+		switch {
+		case p.Never:
+			fmt.Fprintf(w, "    %s  never expires", p.ID)
+		case p.Expires <= 0:
+			fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation", p.ID, ms(-p.Expires))
+		default:
+			fmt.Fprintf(w, "    %s  expires in %v", p.ID, ms(p.Expires))
 		}
-		st.more(w, "queue")
-	}
-	if st.FencingToken != nil {
-		fmt.Fprintf(w, "  last fencing token: %d\n", *st.FencingToken)
-	}
-	switch st.Kind {
-	case "semaphore", "permit-expirable semaphore":
-		fmt.Fprintf(w, "  available permits: %d\n", *st.Available)
-	case "countdown latch":
-		fmt.Fprintf(w, "  count: %d\n", *st.Count)
-	case "semaphore or countdown latch":
-		fmt.Fprintf(w, "  value %d: a semaphore's available permits, or a latch's count\n", *st.Count)
-	}
-	if st.Kind == "permit-expirable semaphore" {
-		fmt.Fprintf(w, "  acquired permits: %d\n", int64(len(st.Permits))+st.Omitted["permits"])
-		for _, p := range st.Permits {
-			switch {
-			case p.Never:
-				fmt.Fprintf(w, "    %s  never expires", p.ID)
-			case p.Expires <= 0:
-				fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation", p.ID, ms(-p.Expires))
-			default:
-				fmt.Fprintf(w, "    %s  expires in %v", p.ID, ms(p.Expires))
-			}
-			if p.Who != nil {
-				fmt.Fprintf(w, "  %s", escape(p.Who.String()))
-			}
-			fmt.Fprintln(w)
+		if p.Who != nil {
+			fmt.Fprintf(w, "  %s", escape(p.Who.String()))
 		}
-		st.more(w, "permits")
+		fmt.Fprintln(w)
 	}
+	st.more(w, "permits")
 }
 
 // more says how many items of a list were not read.

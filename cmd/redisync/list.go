@@ -477,68 +477,95 @@ const listedRecords = 8
 // read reads what the rows of the objects called names show, in one round trip (a rate limiter's
 // window takes one more), and leaves out those that are no primitive after all.
 func (l *lister) read(names []string) ([]listed, error) {
-	r, rdb, now := l.r, l.r.rdb, strconv.FormatInt(l.now, 10)
 	var q batch
 	rows := make([]row, len(names))
 	for i, name := range names {
-		o := l.objects[name]
-		w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1, live: -1,
-			marks: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1, group: -1}
-		side := func(form string) string { return r.key(form, name) }
-		_, _, _, rate := rateFields(o.fields)
-		group := o.fields != nil && !rate && groupFields(o.fields)
-		_, rw := o.fields[layout.RWLock.Mode]
-		switch {
-		case group && o.more:
-			// A group has three fields a value: read those of a few hundred values.
-			w.group = q.add(rdb.B().Hscan().Key(name).Cursor(0).Count(maxGroupFields).Build())
-			w.size = q.add(rdb.B().Hlen().Key(name).Build())
-		case o.more:
-			w.size = q.add(rdb.B().Hlen().Key(name).Build())
-		}
-		if o.side&(sideQueue|sideFairTimeout) != 0 {
-			w.queue = q.add(rdb.B().Llen().Key(side(layout.FairLock.Queue)).Build())
-			w.live = q.add(rdb.B().Zcount().Key(side(layout.FairLock.Deadlines)).Min("(" + now).Max("+inf").Build())
-		}
-		if o.fields != nil && !rate && !group && !rw {
-			if o.side&sideLockWaiters != 0 {
-				key := side(layout.Lock.Waiters)
-				w.records = q.add(rdb.B().Zcount().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Build())
-				w.ids = q.add(rdb.B().Zrangebyscore().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Limit(0, listedRecords).Build())
-			}
-			if o.side&(sideQueue|sideFairTimeout) == 0 {
-				// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
-				w.marks = q.add(rdb.B().Hmget().Key(side(layout.FairLock.Records)).Field(sortedKeys(o.fields)...).Build())
-			}
-		}
-		if o.fields != nil && o.side&sideWriters != 0 {
-			w.writers = q.add(rdb.B().Zcount().Key(side(layout.RWLock.Writers)).Min("(" + now).Max("+inf").Build())
-		}
-		if o.fields == nil {
-			w.value = q.add(getNumber(rdb, name))
-			if o.side&sideSemWaiters != 0 {
-				w.records = q.add(rdb.B().Zcount().Key(side(layout.Semaphore.Waiters)).Min(liveFrom(r.nowUs)).Max("+inf").Build())
-			}
-			if o.side&sideExpirable != 0 {
-				key := side(layout.Expirable.Permits)
-				w.permits = q.add(rdb.B().Zcard().Key(key).Build())
-				w.ids = q.add(firstOf(rdb, key, 4))
-				w.expired = q.add(rdb.B().Zcount().Key(key).Min("-inf").Max(now).Build())
-			}
-		}
-		rows[i] = w
+		rows[i] = l.reads(&q, name, l.objects[name])
 	}
-	q.send(r)
+	q.send(l.r)
 	var out []listed
 	for _, w := range rows {
 		if found, ok := l.row(w, &q); ok {
 			out = append(out, found)
 		}
-		if r.err != nil {
-			return nil, r.err
+		if l.r.err != nil {
+			return nil, l.r.err
 		}
 	}
 	return out, nil
+}
+
+// shape says what the hash fields of o make it: a rate limiter, a group lock, a read-write lock, or
+// (none of them, with fields) a lock or fair lock.
+func (o *object) shape() (rate, group, rw bool) {
+	if o.fields == nil {
+		return false, false, false
+	}
+	_, _, _, rate = rateFields(o.fields)
+	group = !rate && groupFields(o.fields)
+	_, rw = o.fields[layout.RWLock.Mode]
+	return rate, group, rw
+}
+
+// reads adds to q the reads of the row of o, called name.
+func (l *lister) reads(q *batch, name string, o *object) row {
+	rdb, now := l.r.rdb, strconv.FormatInt(l.now, 10)
+	w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1, live: -1,
+		marks: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1, group: -1}
+	rate, group, rw := o.shape()
+	switch {
+	case group && o.more:
+		// A group has three fields a value: read those of a few hundred values.
+		w.group = q.add(rdb.B().Hscan().Key(name).Cursor(0).Count(maxGroupFields).Build())
+		w.size = q.add(rdb.B().Hlen().Key(name).Build())
+	case o.more:
+		w.size = q.add(rdb.B().Hlen().Key(name).Build())
+	}
+	if o.side&(sideQueue|sideFairTimeout) != 0 {
+		w.queue = q.add(rdb.B().Llen().Key(l.r.key(layout.FairLock.Queue, name)).Build())
+		w.live = q.add(rdb.B().Zcount().Key(l.r.key(layout.FairLock.Deadlines, name)).Min("(" + now).Max("+inf").Build())
+	}
+	switch {
+	case o.fields == nil:
+		l.numberReads(q, &w)
+	case !rate && !group && !rw:
+		l.lockReads(q, &w)
+	}
+	if o.fields != nil && o.side&sideWriters != 0 {
+		w.writers = q.add(rdb.B().Zcount().Key(l.r.key(layout.RWLock.Writers, name)).Min("(" + now).Max("+inf").Build())
+	}
+	return w
+}
+
+// lockReads adds to q the reads of a lock's or fair lock's row w: its live waiter records, and the
+// holders' grant marks.
+func (l *lister) lockReads(q *batch, w *row) {
+	rdb, o, live := l.r.rdb, w.o, liveFrom(l.r.nowUs)
+	if o.side&sideLockWaiters != 0 {
+		key := l.r.key(layout.Lock.Waiters, w.name)
+		w.records = q.add(rdb.B().Zcount().Key(key).Min(live).Max("+inf").Build())
+		w.ids = q.add(rdb.B().Zrangebyscore().Key(key).Min(live).Max("+inf").Limit(0, listedRecords).Build())
+	}
+	if o.side&(sideQueue|sideFairTimeout) == 0 {
+		// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
+		w.marks = q.add(rdb.B().Hmget().Key(l.r.key(layout.FairLock.Records, w.name)).Field(sortedKeys(o.fields)...).Build())
+	}
+}
+
+// numberReads adds to q the reads of row w, of a name without a hash: a semaphore's or latch's
+// number, a semaphore's waiter records, a permit-expirable semaphore's permits.
+func (l *lister) numberReads(q *batch, w *row) {
+	rdb := l.r.rdb
+	w.value = q.add(getNumber(rdb, w.name))
+	if w.o.side&sideSemWaiters != 0 {
+		w.records = q.add(rdb.B().Zcount().Key(l.r.key(layout.Semaphore.Waiters, w.name)).Min(liveFrom(l.r.nowUs)).Max("+inf").Build())
+	}
+	if w.o.side&sideExpirable != 0 {
+		key := l.r.key(layout.Expirable.Permits, w.name)
+		w.permits = q.add(rdb.B().Zcard().Key(key).Build())
+		w.ids = q.add(firstOf(rdb, key, 4))
+		w.expired = q.add(rdb.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(l.now, 10)).Build())
+	}
 }
 
 // maxGroupFields is how many fields of a group lock's hash list asks for, beyond its first page.
@@ -550,65 +577,87 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 	if ttl := q.int(w.ttl); ttl >= 0 {
 		out.TTLms = &ttl
 	}
-	o := w.o
-	if o.fields != nil {
-		if _, _, _, ok := rateFields(o.fields); ok {
-			st := &state{Name: w.name}
-			l.r.rateLimiter(st, o.fields, l.now)
-			rs := st.RateLimiter
-			out.Kind, out.Detail = "rate limiter", fmt.Sprintf("%d per %v, %s", rs.Rate, ms(rs.IntervalMs), rs.Type)
-			if rs.Available != nil {
-				out.Detail += fmt.Sprintf(", %d left", *rs.Available)
-			}
-			return out, true
-		}
-		if groupFields(o.fields) {
-			fields, more := o.fields, o.more
-			if w.group >= 0 {
-				if page, err := q.res[w.group].AsScanEntry(); err == nil {
-					fields, more = pairs(page.Elements), page.Cursor != 0
-					maps.Copy(fields, o.fields)
-				}
-			}
-			values, _ := groupHolds(fields, l.now)
-			owners := map[string]bool{}
-			for _, v := range values {
-				owners[v.owner] = true
-			}
-			holders := len(owners)
-			out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%d values held", len(values))
-			if more { // holders and values of those read
-				out.Detail = fmt.Sprintf("at least %d of about %d values held", len(values), q.int(w.size)/3)
-			}
-			return out, true
-		}
-		holders := len(o.fields)
-		if w.size >= 0 {
-			holders = int(q.int(w.size))
-		}
-		var waiters int64
-		mode, rw := o.fields[layout.RWLock.Mode]
-		switch {
-		case rw:
-			holders--
-			out.Kind, out.Detail, waiters = "read-write lock", "mode "+mode, q.int(w.writers)
-		case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0 || fairMarked(q, w.marks):
-			out.Kind, waiters = "fair lock", q.int(w.live)
-		default:
-			out.Kind, waiters = "lock", q.int(w.records)
-			if w.ids >= 0 {
-				records, _ := q.res[w.ids].AsStrSlice()
-				for _, m := range records {
-					if turnMarker(m) || o.fields[recordOwner(m)] != "" {
-						waiters-- // a Java waiters' turn, or a holder's record: no waiter
-					}
-				}
-			}
-		}
-		out.Holders, out.Waiters = &holders, &waiters
-		return out, true
+	rate, group, _ := w.o.shape()
+	switch {
+	case w.o.fields == nil:
+		return l.numberRow(out, w, q)
+	case rate:
+		return l.rateRow(out, w.o), true
+	case group:
+		return l.groupRow(out, w, q), true
 	}
-	if w.queue >= 0 && q.int(w.queue) > 0 { // a fair lock, free for a moment, with waiters in line
+	return lockRow(out, w, q), true
+}
+
+// rateRow summarises the rate limiter o.
+func (l *lister) rateRow(out listed, o *object) listed {
+	st := &state{Name: out.Name}
+	l.r.rateLimiter(st, o.fields, l.now)
+	rs := st.RateLimiter
+	out.Kind, out.Detail = "rate limiter", fmt.Sprintf("%d per %v, %s", rs.Rate, ms(rs.IntervalMs), rs.Type)
+	if rs.Available != nil {
+		out.Detail += fmt.Sprintf(", %d left", *rs.Available)
+	}
+	return out
+}
+
+// groupRow summarises the group lock of w: its holders, and the values held of those read.
+func (l *lister) groupRow(out listed, w row, q *batch) listed {
+	fields, more := w.o.fields, w.o.more
+	if w.group >= 0 {
+		if page, err := q.res[w.group].AsScanEntry(); err == nil {
+			fields, more = pairs(page.Elements), page.Cursor != 0
+			maps.Copy(fields, w.o.fields)
+		}
+	}
+	values, _ := groupHolds(fields, l.now)
+	owners := map[string]bool{}
+	for _, v := range values {
+		owners[v.owner] = true
+	}
+	holders := len(owners)
+	out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%d values held", len(values))
+	if more { // holders and values of those read
+		out.Detail = fmt.Sprintf("at least %d of about %d values held", len(values), q.int(w.size)/3)
+	}
+	return out
+}
+
+// lockRow summarises the lock, fair lock or read-write lock of w: its holders and live waiters.
+func lockRow(out listed, w row, q *batch) listed {
+	o := w.o
+	holders := len(o.fields)
+	if w.size >= 0 {
+		holders = int(q.int(w.size))
+	}
+	var waiters int64
+	mode, rw := o.fields[layout.RWLock.Mode]
+	switch {
+	case rw:
+		holders--
+		out.Kind, out.Detail, waiters = "read-write lock", "mode "+mode, q.int(w.writers)
+	case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0 || fairMarked(q, w.marks):
+		out.Kind, waiters = "fair lock", q.int(w.live)
+	default:
+		out.Kind, waiters = "lock", q.int(w.records)
+		if w.ids >= 0 {
+			records, _ := q.res[w.ids].AsStrSlice()
+			for _, m := range records {
+				if turnMarker(m) || o.fields[recordOwner(m)] != "" {
+					waiters-- // a Java waiters' turn, or a holder's record: no waiter
+				}
+			}
+		}
+	}
+	out.Holders, out.Waiters = &holders, &waiters
+	return out
+}
+
+// numberRow summarises w, a name without a hash: a fair lock free for a moment with waiters in
+// line, a permit-expirable semaphore, a semaphore or a latch, or nothing of ours (a bare number,
+// another string).
+func (l *lister) numberRow(out listed, w row, q *batch) (listed, bool) {
+	if w.queue >= 0 && q.int(w.queue) > 0 {
 		holders, waiters := 0, q.int(w.live)
 		out.Kind, out.Holders, out.Waiters = "fair lock", &holders, &waiters
 		return out, true
@@ -618,8 +667,7 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		return out, false // a string that is no count: someone else's
 	}
 	if n := int(q.int(w.permits)); n > 0 {
-		ids := q.zset(w.ids)
-		for _, z := range ids {
+		for _, z := range q.zset(w.ids) {
 			if len(z.Member) != 16 {
 				return out, false // not a permit id
 			}
@@ -629,8 +677,8 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		return out, true
 	}
 	records := q.int(w.records)
-	sem := o.side&sideSemChannel != 0 || records > 0
-	latch := o.side&sideLatchChannel != 0
+	sem := w.o.side&sideSemChannel != 0 || records > 0
+	latch := w.o.side&sideLatchChannel != 0
 	switch {
 	case latch && !sem && value > 0:
 		out.Kind, out.Detail = "countdown latch", fmt.Sprintf("count %d", value)
