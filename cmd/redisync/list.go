@@ -144,14 +144,14 @@ const (
 
 // Side keys list finds objects by, and the channels of waiters it finds others by.
 const (
-	sideQueue        = 1 << iota // redisson_lock_queue:{N}, a list: a fair lock's waiters
-	sideFairTimeout              // redisson_lock_timeout:{N}, a zset
-	sideLockWaiters              // redisync_lock_waiters:{N}, a zset
-	sideWriters                  // redisync_rwlock_writers:{N}, a zset
-	sideSemWaiters               // redisync_semaphore_waiters:{N}, a zset
-	sideExpirable                // {N}:timeout, a zset of permits
-	sideSemChannel               // redisson_sc:{N} has subscribers
-	sideLatchChannel             // redisson_countdownlatch__channel__{N} has subscribers
+	sideQueue        = 1 << iota // layout.FairLock.Queue: a fair lock's waiters
+	sideFairTimeout              // layout.FairLock.Deadlines
+	sideLockWaiters              // layout.Lock.Waiters
+	sideWriters                  // layout.RWLock.Writers
+	sideSemWaiters               // layout.Semaphore.Waiters
+	sideExpirable                // layout.Expirable.Permits
+	sideSemChannel               // layout.Semaphore.Channel has subscribers
+	sideLatchChannel             // layout.Latch.Channel has subscribers
 )
 
 // object is what list learnt of one name while walking the keys.

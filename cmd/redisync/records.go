@@ -83,7 +83,7 @@ type groupHold struct {
 }
 
 // groupHolds returns the values of a group, among fields, that are held at now (ms): those whose
-// owner's expire_time is not past. A value whose owner's lease ended stays in the hash until it is
+// owner's expiry is not past. A value whose owner's lease ended stays in the hash until it is
 // taken over or released, held by nobody. read is how many values fields hold whole, held or not.
 func groupHolds(fields map[string]string, now int64) (held []groupHold, read int) {
 	for k, owner := range fields {
