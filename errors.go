@@ -47,6 +47,8 @@ var (
 	ErrNoPermission = core.ErrNoPermission
 	// ErrRefused: Redis refused the call for a reason of its own (out of memory, a read-only replica,
 	// busy with a script, loading, unable to persist...), which the error says. A waiter that gets
-	// it returns it at once; nothing refused is sent again.
+	// it returns it at once. The refusals that mean the call did not run and may soon (TRYAGAIN while
+	// a cluster slot moves, CLUSTERDOWN, LOADING, READONLY after a failover) are sent again within
+	// the call's bound first: returned, they mean that it did not run.
 	ErrRefused = core.ErrRefused
 )

@@ -29,7 +29,8 @@ const (
 	// or stalled). The hold lives on: a later round may renew it in time, or EventLost follows when
 	// its lease may have ended. Cause is the error.
 	EventRenewalFailed
-	// EventReconnected: the notifier lost its Pub/Sub connection while waiters waited and has
+	// EventReconnected: the notifier lost its subscriptions while waiters waited (its Pub/Sub
+	// connection dropped, or they had to move: a cluster slot moved, a master failed over) and has
 	// subscribed again (Channels: how many channels); the waiters try again, since releases may have
 	// been missed meanwhile. Primitive and Name are empty.
 	EventReconnected

@@ -47,6 +47,14 @@ if MODE == 1 then
   end
   local n = tonumber(redis.call('hget', lock, me))
   if n == held + 1 then
+    -- The first send acquired, or a release handed the lock to this waiter since: then its mark
+    -- goes, as a try that finds it takes it, or a leave would give back the lock it holds.
+    local rec = tag ~= '' and redis.pcall('hget', records, me)
+    local t, granted = string.match(type(rec) == 'string' and rec or '', '^%-(%d+) (%S+)$')
+    if granted == tag then
+      redis.call('hdel', records, me)
+      return {1, n, tonumber(t)}
+    end
     return {1, n, ARGV[7] == '1' and tonumber(redis.call('get', KEYS[4])) or 0}
   end
 end

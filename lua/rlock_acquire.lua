@@ -103,7 +103,9 @@ if free or count > 0 then
       return refuse(KEYS[2], nil, token.err)
     end
   end
-  local failed = (ARGV[10] == '1') and redis.pcall('zrem', KEYS[3], ARGV[11])
+  -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
+  -- lost: a record left behind would have a release hand this owner the lock again.
+  local failed = (ARGV[10] == '1' or MODE == 1) and redis.pcall('zrem', KEYS[3], ARGV[11])
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(KEYS[3], nil, failed.err)

@@ -15,7 +15,10 @@ local found, reply = recall(memo)
 if found then
   return reply
 end
-if ARGV[6] == '1' then
+-- Sent again (MODE 1), a try may have recorded the waiter in its first send, whose answer was lost,
+-- and a release may have handed it permits since: it takes them as a try of a recorded waiter does.
+local recorded = ARGV[6] == '1' or (MODE == 1 and ARGV[3] ~= '')
+if recorded then
   local granted = redis.pcall('hdel', KEYS[4], ARGV[3])
   if type(granted) == 'table' then
     --! INCLUDE refuse.lua
@@ -30,13 +33,13 @@ if refused then
 end
 if available and available >= tonumber(ARGV[1]) then
   -- The record first: a records key of another type is refused before the count is written.
-  local failed = (ARGV[6] == '1') and redis.pcall('zrem', KEYS[2], ARGV[3])
+  local failed = recorded and redis.pcall('zrem', KEYS[2], ARGV[3])
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(KEYS[2], nil, failed.err)
   end
   redis.call('decrby', KEYS[1], ARGV[1])
-  if ARGV[6] == '1' and redis.call('exists', KEYS[2]) == 0 then
+  if recorded and redis.call('exists', KEYS[2]) == 0 then
     -- The last recorded waiter: the clients' record, which only tells who listens, goes too.
     redis.pcall('zremrangebyrank', KEYS[3], 0, -1)
   end

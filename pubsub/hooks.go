@@ -1,7 +1,8 @@
 package pubsub
 
 // OnReconnect sets f to hear, on the notifier's goroutine, each time channels whose subscription was
-// lost with waiters on them (the connection dropped) are subscribed again: channels is how many. Their
+// lost with waiters on them (the connection dropped, or the subscriptions had to move to another node:
+// a cluster slot moved, a master failed over) are subscribed again: channels is how many. Their
 // waiters have been woken to try again, since releases may have been missed. f must not block. It
 // replaces any f set before; nil stops the reports.
 func (n *Notifier) OnReconnect(f func(channels int)) {

@@ -9,8 +9,9 @@
 // sharded subscriptions on the connections of the nodes that own the channels), subscribes a channel
 // while at least one waiter waits on it and unsubscribes it when the last one leaves. A message wakes
 // as many waiters, in arrival order, as the channel's Policy allows. A wake-up is kept until the waiter
-// takes it, so one that arrives before the waiter parks is not lost. When the connection drops, every
-// waiter is woken once the channels are subscribed again, since messages may have been missed.
+// takes it, so one that arrives before the waiter parks is not lost. When the connection drops, or the
+// subscriptions must move (a cluster slot moved, a master failed over and stayed up), every waiter is
+// woken once the channels are subscribed again, since messages may have been missed.
 //
 // A message "@<tag> <payload>" is addressed: the waiter subscribed with that tag finds the payload
 // with Grant, and the others are woken only as far as the policy's budget goes beyond that waiter's
@@ -22,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +63,12 @@ type Notifier struct {
 	wg     sync.WaitGroup
 
 	onReconnect atomic.Pointer[func(channels int)] // see OnReconnect
+	changed     atomic.Int64                       // sharded: when a node last ended a subscription (UnixNano)
 }
+
+// topologySettles is how long after a slot move or a failover the notifier routes new subscriptions
+// itself: rueidis refreshes its slot map within a second of meeting the change.
+const topologySettles = 2 * time.Second
 
 type channel struct {
 	name    string
@@ -75,8 +82,10 @@ type channel struct {
 	resignal bool
 	// idle: when the last waiter left.
 	idle time.Time
-	// sharded mode: a receiver goroutine runs for the channel; stopping: SUNSUBSCRIBE was sent.
+	// sharded mode: a receiver goroutine runs for the channel; stopping: SUNSUBSCRIBE was sent; at:
+	// the node it subscribes on, when the notifier routes it itself ("": rueidis routes it).
 	receiving, stopping bool
+	at                  string
 }
 
 // Waiter is one goroutine's place on a channel.
@@ -425,13 +434,20 @@ func (n *Notifier) run() {
 	defer n.wg.Done()
 	backoff := 10 * time.Millisecond
 	for {
+		at := n.sentTo() // before Dedicate: a switch in between is then seen at the first tick
 		dc, release := n.rdb.Dedicate()
 		broken := dc.SetPubSubHooks(rueidis.PubSubHooks{
 			OnMessage: func(m rueidis.PubSubMessage) { n.deliver(m.Channel, m.Message) },
 		})
-		healthy := n.serve(dc, broken)
-		dc.Close()
-		release()
+		healthy := n.serve(dc, broken, at)
+		// Closing waits up to a second for the server to answer a PING: an old master that stalls
+		// must not hold up the subscriptions on the new one.
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			dc.Close()
+			release()
+		}()
 		n.dropped(true, n.all()...)
 		select {
 		case <-n.done:
@@ -453,7 +469,13 @@ func (n *Notifier) run() {
 
 // serve keeps the subscriptions of dc in line with the waiters until dc breaks or the notifier
 // closes. It reports whether anything succeeded on dc.
-func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healthy bool) {
+//
+// Under Sentinel, dc stays on the master it was taken from, and a failover that leaves the old master
+// alive (SENTINEL FAILOVER, or a master that stalled and came back) does not break it: subscribed
+// there, a channel hears nothing the new master publishes (and, since releases publish only where
+// someone listens, nothing is even published). So serve also returns when the client's master (at,
+// see sentTo) changes, and every channel is subscribed again on the new one.
+func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error, at string) (healthy bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -465,7 +487,11 @@ func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healt
 		cancel()
 	}()
 	n.poke()
-	tick := time.NewTicker(Linger / 2) // to unsubscribe channels whose linger has passed
+	every := Linger / 2 // to unsubscribe channels whose linger has passed
+	if at != "" {
+		every = followEvery
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -473,6 +499,9 @@ func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healt
 			return healthy
 		case <-n.kick:
 		case <-tick.C:
+			if at != "" && n.sentTo() != at {
+				return healthy // a failover: subscribe on the new master
+			}
 		}
 		for {
 			sub, unsub := n.plan()
@@ -495,10 +524,29 @@ func (n *Notifier) serve(dc rueidis.DedicatedClient, broken <-chan error) (healt
 	}
 }
 
-// runSharded keeps one receiver per wanted channel. rueidis sends a channel's SSUBSCRIBE on the
-// connection of the node that owns its slot, next to ordinary commands, and resubscribes nothing by
-// itself: a receiver that ends while its channel is still wanted subscribes again, and its waiters are
-// woken once that is confirmed.
+// followEvery is how often, under Sentinel, the notifier compares the client's master with the one
+// its subscriptions are on: rueidis switches when the sentinels announce a failover, and tells nobody.
+const followEvery = 100 * time.Millisecond
+
+// sentTo returns the address of the node a Sentinel client sends to (its master, and its replica too
+// when it reads from one): "" for any other client, whose connections break or redirect when their
+// node no longer serves them.
+func (n *Notifier) sentTo() string {
+	if n.rdb.Mode() != rueidis.ClientModeSentinel {
+		return ""
+	}
+	addrs := make([]string, 0, 2)
+	for addr := range n.rdb.Nodes() {
+		addrs = append(addrs, addr)
+	}
+	slices.Sort(addrs)
+	return strings.Join(addrs, ",")
+}
+
+// runSharded keeps one receiver per wanted channel. A receiver sends its channel's SSUBSCRIBE on the
+// connection of the master that serves the channel's slot, next to ordinary commands (see receive);
+// one that ends while its channel is still wanted subscribes again, and its waiters are woken once
+// that is confirmed.
 func (n *Notifier) runSharded() {
 	defer n.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -509,16 +557,16 @@ func (n *Notifier) runSharded() {
 		select {
 		case <-n.done:
 			// Unsubscribe explicitly: the connections belong to the rueidis client, which may live on.
-			var names []string
+			var subs []*channel
 			n.mu.Lock()
-			for name, c := range n.chans {
+			for _, c := range n.chans {
 				if c.subscribed {
-					names = append(names, name)
+					subs = append(subs, &channel{name: c.name, at: c.at})
 				}
 			}
 			n.mu.Unlock()
-			for _, name := range names {
-				n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(name).Build())
+			for _, c := range subs {
+				n.unsubscribe(ctx, c.name, c.at)
 			}
 			cancel()
 			receivers.Wait()
@@ -526,7 +574,8 @@ func (n *Notifier) runSharded() {
 		case <-n.kick:
 		case <-tick.C:
 		}
-		var start, stop []string
+		var start []string
+		var stop []*channel
 		n.mu.Lock()
 		for name, c := range n.chans {
 			want := len(c.waiters) > 0
@@ -538,7 +587,7 @@ func (n *Notifier) runSharded() {
 				c.stopping = true
 				c.subscribed = false
 				c.ready = make(chan struct{})
-				stop = append(stop, name)
+				stop = append(stop, &channel{name: name, at: c.at})
 			case !want && !c.receiving:
 				delete(n.chans, name)
 			}
@@ -551,9 +600,9 @@ func (n *Notifier) runSharded() {
 				n.receive(ctx, name)
 			}()
 		}
-		for _, name := range stop {
+		for _, c := range stop {
 			// The receiver returns when the server confirms; it then sees nobody waits and ends.
-			n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(name).Build())
+			n.unsubscribe(ctx, c.name, c.at)
 		}
 	}
 }
@@ -562,7 +611,7 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 	// rueidis resubscribes by itself when the connection is lost, without returning from Receive:
 	// a second confirmation within one Receive is the sign that messages may have been missed.
 	var confirmations atomic.Int64
-	hook := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+	onSubscription := func(s rueidis.PubSubSubscription) {
 		if s.Kind != "ssubscribe" {
 			return
 		}
@@ -572,19 +621,40 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 		} else {
 			n.reconnected(n.confirmed(name))
 		}
-	})
-	backoff := 10 * time.Millisecond
+	}
+	hook := rueidis.WithOnSubscriptionHook(ctx, onSubscription)
+	// After a slot moved or a master failed over, rueidis's slot map names the old master until its
+	// next refresh, up to a second later, and the old master, now a replica of the new one, accepts a
+	// subscription: the channel would hear nothing, since releases publish only where someone listens
+	// on the master. So a subscription that follows such a change is made on the slot's master, which
+	// the notifier finds itself (see slotMaster), and one made shortly after the notifier saw a
+	// change too; any other goes where rueidis routes it, which costs no round trip more.
+	at := ""
+	fails := 0 // rounds in a row that subscribed nothing
 	for {
 		confirmations.Store(0)
-		err := n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
-			n.deliver(m.Channel, m.Message)
-		})
+		if at == "" && time.Since(time.Unix(0, n.changed.Load())) < topologySettles {
+			at = n.slotMaster(ctx, name, "")
+		}
+		n.mu.Lock()
+		if c := n.chans[name]; c != nil {
+			c.at = at // where the subscription is made, for its unsubscribe (runSharded)
+		}
+		n.mu.Unlock()
+		var err error
+		if at != "" {
+			err = n.receiveOn(ctx, at, name, onSubscription)
+		} else { // rueidis routes it, and resubscribes when its connection breaks
+			err = n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
+				n.deliver(m.Channel, m.Message)
+			})
+		}
 		n.mu.Lock()
 		c := n.chans[name]
 		want := c != nil && len(c.waiters) > 0 && ctx.Err() == nil
 		if !want {
 			if c != nil {
-				c.receiving, c.stopping = false, false
+				c.receiving, c.stopping, c.at = false, false, ""
 				if c.subscribed {
 					c.subscribed = false
 					c.ready = make(chan struct{})
@@ -594,19 +664,153 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 			n.poke()
 			return
 		}
+		ours := c.stopping // an unsubscribe of ours, overtaken by a new waiter
 		c.stopping = false
 		n.mu.Unlock()
 		// Still wanted: the subscription ended under us (connection lost, slot moved, or an
 		// unsubscribe overtaken by a new waiter). Messages may have been missed.
 		n.dropped(true, name)
-		if err == nil {
-			backoff = 10 * time.Millisecond
+		moved, isMoved := movedTo(err)
+		if isMoved || (err == nil && !ours) {
+			n.changed.Store(time.Now().UnixNano())
+		}
+		switch {
+		case isMoved:
+			at = moved // the node no longer serves the slot: it named the master that does
+		case err == nil && !ours:
+			// The node unsubscribed the channel: its slot moved, or its master failed over (Redis 7
+			// tells the subscribers of a slot that leaves a master). The node knows where the slot
+			// went.
+			at = n.slotMaster(ctx, name, at)
+		case err != nil:
+			at = "" // the connection, or no confirmation: routed anew
+		}
+		if confirmations.Load() > 0 {
+			fails = 0
 		} else {
-			backoff = min(2*backoff, time.Second)
+			fails++
+		}
+		// A moved slot is followed at once; a redirect that leads nowhere, or a connection that
+		// fails, is tried again after a pause that grows.
+		var pause time.Duration
+		if fails > 1 || (err != nil && !isMoved) {
+			pause = min(5*time.Millisecond<<min(fails, 8), time.Second)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(backoff):
+		case <-time.After(pause):
 		}
 	}
+}
+
+// unsubscribe sends SUNSUBSCRIBE for channel where it was subscribed: on the node at, when the
+// notifier routed it itself, since rueidis may route it elsewhere until it refreshes its slot map.
+func (n *Notifier) unsubscribe(ctx context.Context, channel, at string) {
+	if node := n.rdb.Nodes()[at]; at != "" && node != nil {
+		node.Do(ctx, node.B().Sunsubscribe().Channel(channel).Build().Pin()) // see slotMaster
+		return
+	}
+	n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(channel).Build())
+}
+
+// receiveOn subscribes channel on the node at and receives until the subscription ends. It returns
+// the node's MOVED when the node does not serve the channel's slot, nil when the node unsubscribed
+// it, and an error when the node does not confirm within a second or the connection fails: unlike
+// the cluster client, a node's client would resubscribe on that node for as long as it cannot reach
+// it, where rueidis finds another node for the slot.
+func (n *Notifier) receiveOn(ctx context.Context, at, channel string, onSubscription func(rueidis.PubSubSubscription)) error {
+	node := n.rdb.Nodes()[at]
+	if node == nil {
+		return errors.New("pubsub: node " + at + " is not known")
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var subscribed atomic.Bool
+	t := time.AfterFunc(time.Second, func() {
+		if !subscribed.Load() {
+			cancel(errors.New("pubsub: node " + at + " did not confirm a subscription within a second"))
+		}
+	})
+	defer t.Stop()
+	ctx = rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+		subscribed.Store(true)
+		onSubscription(s)
+	})
+	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, _ rueidis.CommandClient) error {
+		if _, fromRedis := rueidis.IsRedisErr(err); err != nil && !fromRedis {
+			cancel(err)
+		}
+		return err
+	})
+	err := node.Receive(ctx, node.B().Ssubscribe().Channel(channel).Build().Pin(), func(m rueidis.PubSubMessage) { // see slotMaster
+		n.deliver(m.Channel, m.Message)
+	})
+	if err != nil && context.Cause(ctx) != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// slotMaster returns the master that serves key's slot, or "" when no node tells within a second. It
+// asks the node at (any node when ""): a master that serves the slot answers (or answers ASK while
+// the slot is leaving it: it serves the slot's channels until the move ends), and any other node
+// answers MOVED with the master, which is asked in turn. Nodes disagree for a moment after a
+// failover; a node that cannot be reached makes it ask another.
+func (n *Notifier) slotMaster(ctx context.Context, key, at string) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for hops := 0; ctx.Err() == nil; hops++ {
+		nodes := n.rdb.Nodes()
+		node := nodes[at]
+		if node == nil && at != "" {
+			// A node the client has no connection to yet (a replica just promoted, or a new
+			// master): a command that rueidis redirects there makes one.
+			n.rdb.Do(ctx, n.rdb.B().Exists().Key(key).Build())
+			nodes = n.rdb.Nodes()
+			node = nodes[at]
+		}
+		if node == nil {
+			for addr, c := range nodes {
+				at, node = addr, c
+				break
+			}
+		}
+		if node == nil {
+			return ""
+		}
+		if hops >= 4 { // going round: let the nodes agree
+			time.Sleep(min(10*time.Millisecond<<min(hops-4, 5), 100*time.Millisecond))
+		}
+		// Pinned, never recycled: a node's client recycles a command once answered, and a connection
+		// that expired under the command, whose writer read it, is not waited for (the race detector
+		// reports the recycling).
+		err := node.Do(ctx, node.B().Exists().Key(key).Build().Pin()).Error()
+		moved, isMoved := movedTo(err)
+		switch {
+		case isMoved:
+			at = moved
+		case err == nil || isAsk(err):
+			return at
+		default:
+			at = "" // not reachable: ask another
+		}
+	}
+	return ""
+}
+
+// isAsk reports whether err is an ASK redirection.
+func isAsk(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if ok {
+		_, ok = re.IsAsk()
+	}
+	return ok
+}
+
+// movedTo returns the node that a MOVED error names.
+func movedTo(err error) (string, bool) {
+	if re, ok := rueidis.IsRedisErr(err); ok {
+		return re.IsMoved()
+	}
+	return "", false
 }

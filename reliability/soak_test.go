@@ -80,17 +80,46 @@ func TestSoak(t *testing.T) {
 	own := testkit.Own(t)
 	srv := own.Servers[0]
 	proxy := redistest.StartProxy(t, srv.Addr)
-	tg := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers}
-	rdb := own.Redis(t) // straight to the server: the checks are never cut
+	soak(t, soakEnv{
+		tg:  &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers},
+		rdb: own.Redis(t), // straight to the server: the checks are never cut
+		arm: proxy.Arm,
+	})
+}
+
+// soakEnv is where a soak runs: tg's clients reach its servers through proxies that arm cuts, rdb
+// reaches them for the checks, and more, when set, injects faults of the deployment's own to the
+// soak's objects (it runs until ctx ends, and counts each fault it injects by its kind).
+type soakEnv struct {
+	tg   *testkit.Target
+	rdb  rueidis.Client
+	arm  func(redistest.Rule) *redistest.Fault
+	more func(ctx context.Context, objects []string, count func(kind string))
+}
+
+// soak runs TestSoak's workload and faults on env.
+func soak(t *testing.T, env soakEnv) {
+	tg, rdb := env.tg, env.rdb
 	opts := []redisync.Option{redisync.WithWatchdogTimeout(2 * time.Second), redisync.WithRecheckInterval(time.Second)}
 	clients := []*redisync.Client{tg.Client(t, opts...), tg.Client(t, opts...), tg.Client(t, opts...)}
 	ctx, stop := context.WithTimeout(context.Background(), *soakFor)
 	defer stop()
 
-	tr := startTrace(t, srv.Addr, *soakTrace)
+	addrs := make([]string, len(tg.Servers))
+	for i, s := range tg.Servers {
+		addrs[i] = s.Addr
+	}
+	tr := startTrace(t, *soakTrace, addrs...)
 	var ops, faults, cuts, errs, violations atomic.Int64
 	var kindsMu sync.Mutex
 	kinds := map[string]int{}
+	byKind := map[string]int{} // faults injected
+	count := func(kind string) {
+		faults.Add(1)
+		kindsMu.Lock()
+		byKind[kind]++
+		kindsMu.Unlock()
+	}
 	violation := func(format string, args ...any) {
 		violations.Add(1)
 		tr.violation(fmt.Sprintf(format, args...))
@@ -306,27 +335,31 @@ func TestSoak(t *testing.T) {
 				return
 			case <-time.After(time.Duration(300+rand.IntN(400)) * time.Millisecond):
 			}
-			faults.Add(1)
 			serverFaults.Add(1) // see calm
 			serverFaultUntil.Store(time.Now().Add(2500*time.Millisecond + time.Second).UnixNano())
+			srv := tg.Servers[rand.IntN(len(tg.Servers))]
 			switch f := rand.IntN(5); f {
 			case 0, 1: // a stall shorter than the TTL; one longer: leases end, holders must learn it first
 				d := 2500 * time.Millisecond
 				if f == 0 {
 					d = time.Duration(200+rand.IntN(800)) * time.Millisecond
 				}
+				count([]string{"short stall", "long stall"}[f])
 				tr.logf("fault: server stopped for %v", d)
 				srv.Pause()
 				time.Sleep(d)
 				srv.Resume()
 				tr.logf("fault: server resumed")
 			case 2:
+				count("CLIENT KILL TYPE pubsub")
 				tr.logf("fault: CLIENT KILL TYPE pubsub")
 				srv.Do("CLIENT", "KILL", "TYPE", "pubsub")
 			case 3:
+				count("CLIENT PAUSE WRITE")
 				tr.logf("fault: CLIENT PAUSE 400 WRITE")
 				srv.Do("CLIENT", "PAUSE", "400", "WRITE")
 			case 4:
+				count("DEBUG SLEEP")
 				tr.logf("fault: DEBUG SLEEP 0.4")
 				go srv.Do("DEBUG", "SLEEP", "0.4")
 			}
@@ -349,10 +382,10 @@ func TestSoak(t *testing.T) {
 			if rand.IntN(2) == 0 { // half of them on one object, so that each gets its share
 				rule.Key = objects[rand.IntN(len(objects))]
 			}
-			fault := proxy.Arm(rule)
+			fault := env.arm(rule)
 			select {
 			case <-fault.Fired():
-				faults.Add(1)
+				count(rule.Cut.String())
 				cuts.Add(1)
 				if cmd := fault.Command(); len(cmd) > 3 {
 					tr.logf("fault: %s, %s of %s", rule.Cut, cmd[0], cmd[3])
@@ -363,12 +396,18 @@ func TestSoak(t *testing.T) {
 			fault.Disarm()
 		}
 	})
+	if env.more != nil {
+		wg.Go(func() { env.more(ctx, objects, count) })
+	}
 	wg.Wait()
-	// Leave the server as the clients' cleanup and the checks expect it: answering.
-	srv.Resume()
+	// Leave the servers as the clients' cleanup and the checks expect them: answering.
+	for _, srv := range tg.Servers {
+		srv.Resume()
+	}
 	summary := fmt.Sprintf("soak %v: %d operations, %d faults injected (%d cuts), %d operations failed under faults, %d violations",
 		*soakFor, ops.Load(), faults.Load(), cuts.Load(), errs.Load(), violations.Load())
 	t.Log(summary)
+	t.Logf("faults by kind: %v", byKind)
 	if ops.Load() == 0 || faults.Load() == 0 {
 		t.Fatalf("%s: nothing was exercised", summary)
 	}

@@ -27,7 +27,6 @@ const traceSpan = 6 * time.Second
 type trace struct {
 	t    *testing.T
 	path string
-	conn net.Conn
 
 	mu      sync.Mutex
 	lines   []traceLine
@@ -41,33 +40,38 @@ type traceLine struct {
 	text string
 }
 
-// startTrace starts a trace of the server at addr, or returns nil when path is empty.
-func startTrace(t *testing.T, addr, path string) *trace {
+// startTrace starts a trace of the servers at addrs, or returns nil when path is empty. With several
+// servers (a cluster), each line of the feed names the server it came from.
+func startTrace(t *testing.T, path string, addrs ...string) *trace {
 	if path == "" {
 		return nil
 	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	tr := &trace{t: t, path: path, conn: conn}
-	tr.wg.Go(func() {
-		r := bufio.NewReader(conn)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			tr.add("redis " + strings.TrimSpace(line))
+	tr := &trace{t: t, path: path}
+	t.Cleanup(tr.wg.Wait) // after the connections close: cleanups run last added first
+	for _, addr := range addrs {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	t.Cleanup(func() {
-		conn.Close()
-		tr.wg.Wait()
-	})
+		if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		from := "redis "
+		if len(addrs) > 1 {
+			from = "redis " + addr + " "
+		}
+		tr.wg.Go(func() {
+			r := bufio.NewReader(conn)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				tr.add(from + strings.TrimSpace(line))
+			}
+		})
+		t.Cleanup(func() { conn.Close() })
+	}
 	return tr
 }
 
@@ -134,7 +138,7 @@ func TestTraceWritesWhatLedToAViolation(t *testing.T) {
 	tg := testkit.Own(t)
 	srv := tg.Servers[0]
 	path := filepath.Join(t.TempDir(), "trace.txt")
-	tr := startTrace(t, srv.Addr, path)
+	tr := startTrace(t, path, srv.Addr)
 	testkit.Eventually(t, 5*time.Second, func() error { // MONITOR is on once it sees commands
 		if _, err := srv.Do("SET", "traced", "1"); err != nil {
 			return err

@@ -192,7 +192,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	}
 	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
 		if member := a.args[argRecord]; member != "" {
-			s.c.Leave(func() { s.forget(ctx, member) })
+			s.forget(core.Overtime, member)
 		}
 		return core.Errorf(kind, s.name, err)
 	}
@@ -278,14 +278,12 @@ func (a *acquisition) Claim(payload string) bool {
 }
 
 // Stray gives back permits that a release took for a waiter of this client that is no longer there.
-func (a *acquisition) Stray(member, _ string) { a.s.forget(context.Background(), member) }
+func (a *acquisition) Stray(member, _ string) { a.s.forget(0, member) }
 
 // forget removes the record of a waiter that gave up, so that no release counts it, and gives back
 // permits a release took for it meanwhile.
-func (s *Semaphore) forget(ctx context.Context, member string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), core.RetryBound)
-	defer cancel()
-	s.c.Send(ctx, forgetScript, s.keys[:6], []string{member, s.c.Value("publish"), s.c.Value("numsub")})
+func (s *Semaphore) forget(wait time.Duration, member string) {
+	s.c.CleanUp(wait, forgetScript, s.keys[:6], []string{member, s.c.Value("publish"), s.c.Value("numsub")}, nil)
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package

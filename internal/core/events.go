@@ -11,7 +11,7 @@ const (
 	evReleased                 // an acquisition was released by Unlock: held, ended
 	evLost                     // a hold ended without Unlock: held, cause, ended
 	evRenewalFailed            // a renewal round failed; the hold lives on until its lease may end: cause
-	evReconnected              // the notifier subscribed again after losing its connection: channels
+	evReconnected              // the notifier subscribed again after losing its subscriptions: channels
 	evAbandoned                // a held ctx was dropped without Unlock: held, ended
 	evWaiting                  // an acquisition's try failed and it waits for another
 	evNotAcquired              // an acquisition gave up at its wait bound: wait, waited
@@ -178,10 +178,11 @@ func (c *Client) renewalFailed(batch []*entry, err error) {
 	}
 }
 
-// reconnected is the notifier's report that it subscribed channels again after losing its
-// connection; their waiters try again, since releases may have been missed meanwhile.
+// reconnected is the notifier's report that it subscribed channels again after losing their
+// subscription (its connection dropped, or they moved with a slot or a failover); their waiters try
+// again, since releases may have been missed meanwhile.
 func (c *Client) reconnected(channels int) {
-	c.cfg.logger().Info("redisync: notifier subscribed again after losing its connection; waiters try again",
+	c.cfg.logger().Info("redisync: notifier subscribed again after losing its subscriptions; waiters try again",
 		"channels", channels)
 	c.emit(event{kind: evReconnected, channels: channels})
 }

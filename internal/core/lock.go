@@ -446,7 +446,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		// An acquisition that Redis refused at every try has no record or place to leave.
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
 			(a.placed.Load() || !isRedisError(err)) {
-			c.Leave(func() { l.leave(ctx, a.v[vField], a.v[vTag], a.v[vRid], "1") })
+			l.leave(Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
 		return nil, err
 	}
@@ -534,6 +534,9 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.h.settle)
 		return
 	}
+	// Sure of it, the give-back is sent within RetryBound, and not after: the acquisition may try
+	// again at once (its try came too late to keep), and a try that finds the count this one made
+	// takes it as its own, which a give-back still under way would then take back.
 	v[vRid] = l.c.RequestID()
 	l.sendRelease(ctx, &v, false)
 	if l.keptMemo(a.count, a.held) {
@@ -618,17 +621,15 @@ func (a *attempt) Stray(tag, _ string) {
 		}
 		field = tag[:i+1+j]
 	}
-	a.l.leave(context.Background(), field, tag, "", "0")
+	a.l.leave(0, field, tag, "", "0")
 }
 
-// leave runs the leave script: the waiter tagged tag of field's owner, acquiring as rid, gave up
-// (queued) or left a hand-over behind; the script forgets its record, takes it out of the queue, and
-// gives back a grant it did not take.
-func (l *Lock) leave(ctx context.Context, field, tag, rid, queued string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RetryBound)
-	defer cancel()
+// leave runs the leave script, a clean-up that it waits for at most wait: the waiter tagged tag of
+// field's owner, acquiring as rid, gave up (queued) or left a hand-over behind; the script forgets its
+// record, takes it out of the queue, and gives back a grant it did not take.
+func (l *Lock) leave(wait time.Duration, field, tag, rid, queued string) {
 	v := call{vField: field, vTag: tag, vRid: rid, vQueued: queued}
-	l.c.Send(ctx, l.plan.scripts[sLeave].s, l.keysOf(sLeave), l.argsOf(sLeave, &v))
+	l.c.CleanUp(wait, l.plan.scripts[sLeave].s, l.keysOf(sLeave), l.argsOf(sLeave, &v), nil)
 }
 
 // lockTry is an acquisition's reply.

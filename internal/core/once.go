@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,24 +26,38 @@ import (
 // client expected, a permit's or a grant's id, or the answer kept under the call's request id, the
 // memo). A memo lives for memoTTL at most and is deleted once its answer is in.
 //
-// Only a connection failure is sent again. Redis's errors, the scripts' refusals and the library's
-// own errors are answers and end the call at once.
+// Redis may also refuse a script without running it (see isRefused): while its slot moves between
+// cluster masters (TRYAGAIN), while the cluster is down or the server loads its data, or on a node
+// that is no longer a master. Such a script is sent again as it was, after a pause, since it did not
+// run; only a send that might have run makes the next one its Resent variant. A call that Redis keeps
+// refusing until its bound returns the refusal, which then means that it did not run at all, or the
+// last connection failure when one came between, which means that it may have.
+//
+// Every other error is an answer and ends the call at once: Redis's own (WRONGTYPE, NOPERM), the
+// scripts' refusals and the library's errors.
 
-// RetryBound limits how long a call is sent again after connection failures, whatever ctx's deadline:
-// a call on a dead server returns its error within it.
+// RetryBound limits how long a call is sent again after connection failures or refusals, whatever
+// ctx's deadline: a call on a dead server returns its error within it, and one on a slot that moves
+// rides through a move that takes less (a slot of a few keys moves in milliseconds).
 const RetryBound = 5 * time.Second
 
-// undoBound is how long the give-back of an acquisition whose answer never came keeps being sent:
-// within the life of a memo (memoTTL in the scripts, 60 s), so that it still finds what it undoes.
+// undoBound is how long a clean-up keeps being sent (a give-back of what a try took, a waiter's
+// leaving): within the life of a memo (memoTTL in the scripts, 60 s), so that a give-back still finds
+// what it undoes, and longer than any call waits, so that a move or a failover that outlasted the call
+// does not leave its clean-up undone.
 const undoBound = 30 * time.Second
 
-// resendBackoff is the longest pause between two sends of a call whose connection keeps failing.
-const resendBackoff = 250 * time.Millisecond
+// resendBackoff is the longest pause between two sends of a call whose connection keeps failing or
+// that Redis keeps refusing; refusedPause the first pause after a refusal, which Redis answers at once.
+const (
+	resendBackoff = 250 * time.Millisecond
+	refusedPause  = 10 * time.Millisecond
+)
 
 // Send sends the script s that changes state, and returns Redis's answer. A connection failure makes
-// it send s.Resent() again, within RetryBound. When ctx can end, Send returns at its end and the call
-// goes on in the background until answered or the bound passes: it takes effect once or not at all,
-// never twice.
+// it send s.Resent() again, and a refusal s as it was, within RetryBound. When ctx can end, Send
+// returns at its end and the call goes on in the background until answered or the bound passes: it
+// takes effect once or not at all, never twice.
 func (c *Client) Send(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	return c.sendAway(ctx, s, keys, args, false)
 }
@@ -85,36 +100,55 @@ func (c *Client) closing(res rueidis.RedisResult) rueidis.RedisResult {
 }
 
 // send runs the call on ctx, which must not end before the call does, sending it again after
-// connection failures for up to bound.
+// connection failures and refusals for up to bound.
 func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, acquires bool, bound time.Duration) rueidis.RedisResult {
 	res := c.exec(ctx, s, keys, args, acquires)
-	if !isConnectionError(res.Error()) {
+	lost := isConnectionError(res.Error())
+	if !lost && !isRefused(res.Error()) {
 		return res
 	}
 	deadline := time.Now().Add(bound)
-	if by, ok := ctx.Value(resendKey{}).(time.Time); ok && by.Before(deadline) {
-		deadline = by // a try within its wait's bounds (wait.go)
-	}
-	again := s.Resent()
-	pause := time.Duration(0) // the first re-send goes at once: rueidis dials a new connection
+	b, _ := ctx.Value(resendKey{}).(resendBounds) // a try within its wait's bounds (wait.go)
+	var unanswered rueidis.RedisResult            // the last send that may have run, if any
+	mayHaveRun := false
+	next := s
+	pause := time.Duration(0) // the first send after a connection failure goes at once: rueidis dials anew
 	for {
-		if c.isClosed() || time.Until(deadline) < pause {
+		by, within := deadline, b.refused
+		if lost {
+			unanswered, mayHaveRun, next, within = res, true, s.Resent(), b.lost
+		} else {
+			pause = max(pause, refusedPause)
+		}
+		if !within.IsZero() && within.Before(by) {
+			by = within
+		}
+		if c.isClosed() || time.Until(by) < pause || !c.sleep(pause) {
+			if mayHaveRun {
+				return unanswered // whatever came after it, that send may have acted
+			}
 			return res
 		}
-		if pause > 0 {
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-c.done:
-				t.Stop()
-				return res
-			}
-		}
-		res = c.exec(ctx, again, keys, args, acquires)
-		if !isConnectionError(res.Error()) {
+		res = c.exec(ctx, next, keys, args, acquires)
+		if lost = isConnectionError(res.Error()); !lost && !isRefused(res.Error()) {
 			return res
 		}
 		pause = min(max(2*pause, 10*time.Millisecond), resendBackoff)
+	}
+}
+
+// sleep pauses for d, and reports false when the Client was closed first.
+func (c *Client) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.done:
+		return false
 	}
 }
 
@@ -128,13 +162,42 @@ func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, a
 // Undo sends s.Undo() in the background, for up to undoBound: the give-back of an acquisition whose
 // answer never came, which Redis may or may not have run. done, when not nil, runs once it is over.
 func (c *Client) Undo(s *lua.Script, keys, args []string, done func()) {
-	if !c.background(func() {
-		c.send(context.Background(), s.Undo(), keys, args, false, undoBound)
+	c.CleanUp(0, s.Undo(), keys, args, func(rueidis.RedisResult) {
 		if done != nil {
 			done()
 		}
-	}) && done != nil {
-		done()
+	})
+}
+
+// CleanUp sends s, a step that cleans up after a call (a waiter's leaving, a give-back of what a try
+// took), in the background until Redis has run it, for up to undoBound: never sent once and dropped
+// when the connection fails or the slot moves. It waits for it at most wait, so that the caller
+// returns with the clean-up done when Redis answers in time. done, when not nil, gets Redis's answer
+// (or the last failure) once it is over. s must act once however often it is sent. After Close it
+// sends nothing, and done gets ErrClosed.
+func (c *Client) CleanUp(wait time.Duration, s *lua.Script, keys, args []string, done func(rueidis.RedisResult)) {
+	k, a := slices.Clone(keys), slices.Clone(args)
+	over := make(chan struct{})
+	if !c.background(func() {
+		defer close(over)
+		res := c.send(context.Background(), s, k, a, false, undoBound)
+		if done != nil {
+			done(res)
+		}
+	}) {
+		if done != nil {
+			done(rueidis.NewErrorResult(ErrClosed))
+		}
+		return
+	}
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-over:
+	case <-t.C:
 	}
 }
 
@@ -169,6 +232,24 @@ func isConnectionError(err error) bool {
 		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, rueidis.ErrClosing) || errors.As(err, &ne)
+}
+
+// isRefused reports whether err is Redis refusing a command that it did not run: the slot it touches
+// is moving between cluster masters (TRYAGAIN; and ASK or MOVED, which rueidis follows unless
+// ClusterOption.MaxMovedRedirections stops it), the cluster is down (CLUSTERDOWN), the server is
+// loading its data (LOADING), or the node was a master and is now a replica (READONLY: a script's
+// first write fails, and nothing before it wrote).
+func isRefused(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok || re.IsNil() {
+		return false
+	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	switch code {
+	case "TRYAGAIN", "ASK", "MOVED", "CLUSTERDOWN", "LOADING", "READONLY":
+		return true
+	}
+	return false
 }
 
 // isRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.

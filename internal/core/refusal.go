@@ -82,6 +82,8 @@ func refusalOf(name, msg string, err error) error {
 		return &refused{ErrRefused, "too few replicas are connected to take writes", err}
 	case "CLUSTERDOWN":
 		return &refused{ErrRefused, "the cluster is down", err}
+	case "TRYAGAIN":
+		return &refused{ErrRefused, "the object's cluster slot is moving between masters", err}
 	case "CROSSSLOT":
 		return &refused{ErrRefused, "the keys are in different cluster slots", err}
 	}

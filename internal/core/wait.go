@@ -111,24 +111,31 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	}
 	// Tries run detached from ctx's cancellation, and are sent again after connection failures only
 	// within the wait's bounds: ctx's deadline, or the end of the wait and Overtime after it (a
-	// single try gets Overtime). What they give back is sent within bounds of its own.
+	// single try gets Overtime). Refused, they are sent again within the same bounds, but a single
+	// try within RetryBound: Redis answers a refusal at once, and a slot may move for longer than
+	// Overtime. What they give back is sent within bounds of its own.
 	tries := tries{undo: detach(ctx)}
 	tries.try = tries.undo
-	bound := stop
+	b := resendBounds{lost: stop, refused: stop}
 	if wait == 0 {
-		bound = time.Now().Add(Overtime)
+		b.lost = time.Now().Add(Overtime)
 	}
-	if dl, ok := ctx.Deadline(); ok && (bound.IsZero() || dl.Before(bound)) {
-		bound = dl
+	if dl, ok := ctx.Deadline(); ok {
+		b.lost, b.refused = earliest(b.lost, dl), earliest(b.refused, dl)
 	}
-	if !bound.IsZero() {
-		tries.try = context.WithValue(tries.try, resendKey{}, bound)
+	if b != (resendBounds{}) {
+		tries.try = context.WithValue(tries.try, resendKey{}, b)
 	}
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
 		if err != nil && isConnectionError(err) && c.isClosed() {
 			err = ErrClosed // Close ended the connection under the try
+		}
+		if isRefused(err) && wait != 0 && ctx.Err() == nil {
+			// Redis refused the try for as long as it was sent (a slot moving for longer than
+			// RetryBound): it did not run, and the wait goes on within its own bounds.
+			return false, resendBackoff, start, nil
 		}
 		if ok && err == nil && w.late(start) {
 			w.Tries.Undo(tries.undo, true)
@@ -354,8 +361,20 @@ func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool
 // tries are the contexts of a wait's tries (bounded by resendKey) and of what they give back.
 type tries struct{ try, undo context.Context }
 
-// resendKey bounds, in a try's ctx, until when the try is sent again after connection failures.
+// resendKey bounds, in a try's ctx, until when the try is sent again (resendBounds).
 type resendKey struct{}
+
+// resendBounds say until when a try is sent again after a connection failure (lost) and after a
+// refusal (refused); zero for no bound but the sending's own.
+type resendBounds struct{ lost, refused time.Time }
+
+// earliest returns the earlier of a and b, where zero is no time at all (never).
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
 
 // lister is implemented by Tries whose waiters must be known before they listen: List runs before
 // the wait subscribes to its channels, and ctx bounds how long it may keep the wait. An error it
@@ -432,28 +451,10 @@ func (c *Client) mayOverrun(ctx context.Context, stop time.Time) bool {
 }
 
 // Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
-// end: the last try of a wait bound (see Acquire), a waiter's leaving (see Leave). A server that
+// end: the last try of a wait bound (see Acquire), a waiter's leaving (see CleanUp). A server that
 // answers does so well within it; one that stalls, or has gone, holds the caller no longer, and the
 // command finishes or fails on its own, giving back what it acquired.
 const Overtime = 250 * time.Millisecond
-
-// Leave runs leave, the clean-up after a wait that failed (the waiter's record to remove, what a
-// release handed it meanwhile to give back), and waits for it at most Overtime. On a server that
-// answers, the clean-up is done when Leave returns; a stalled or dead one does not keep the caller
-// past its deadline, and the clean-up goes on alone within its own bound (RetryBound).
-func (c *Client) Leave(leave func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		leave()
-	}()
-	t := time.NewTimer(Overtime)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-}
 
 // live returns why nothing may be started now: ctx has ended or the client is closed.
 func (c *Client) live(ctx context.Context) error {
