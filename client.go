@@ -72,7 +72,10 @@ func WithNameMapper(mapper func(name string) string) Option {
 	return func(c *options) { c.NameMapper = mapper }
 }
 
-// AllReplicas, as the count of WithReplicaAck, waits for every replica the master has.
+// AllReplicas, as the count of WithReplicaAck, waits for every replica the master has, up to the
+// timeout, and the acquisition stands when at least one of them acknowledged it: Redisson's
+// checkLockSyncedSlaves. While any replica lags, every acquisition then takes the whole timeout; the
+// default waits for the first replica alone (the package doc says why).
 const AllReplicas = -1
 
 // DefaultReplicaAckTimeout is how long an acquisition waits for the replicas by default (Redisson's
@@ -81,13 +84,14 @@ const DefaultReplicaAckTimeout = time.Second
 
 // WithReplicaAck makes every acquisition, renewal and fencing increment wait until replicas
 // acknowledge it, so that a failover cannot hand a lock held here to a second owner (Redisson's
-// checkLockSyncedSlaves, with the failed acquisition given back instead of kept): WAIT replicas
-// timeout follows the script on the same connection (and WAITAOF 1 0 timeout, when the master writes
-// an AOF and knows the command). replicas is how many must acknowledge, or AllReplicas: as many as
-// the master has, at least one. When too few acknowledge within timeout, the acquisition is given
-// back and fails with an error matching ErrNotReplicated; a renewal that is not acknowledged does not
-// extend the lease. What it costs, and the default (replica acknowledgement as Redisson's, without
-// WAITAOF), are in the package doc.
+// checkLockSyncedSlaves): WAIT replicas timeout follows the script on the same connection (and
+// WAITAOF 1 0 timeout, when the master writes an AOF and knows the command). replicas is how many
+// must acknowledge, or AllReplicas. When too few acknowledge within timeout, the acquisition is given
+// back, and a blocking call (Lock, TryLock with a wait, Acquire) tries again until its bound (ctx, or
+// the wait) ends: a replica that lags for less than the bound costs the wait, nothing else. A call
+// whose bound ends first, and a single try, fails with an error matching ErrNotReplicated; a try's
+// WAIT never outlasts its bound. A renewal that is not acknowledged does not extend the lease. The
+// default (the first replica, without WAITAOF), and why, are in the package doc.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *options) {
 		c.ReplicaAck, c.ReplicaAckTimeout, c.noReplicaAck = replicas, timeout, false
@@ -105,11 +109,14 @@ func WithoutReplicaAck() Option {
 
 // New connects to Redis with rueidis options: one address for a standalone server, several (or one
 // that answers CLUSTER SLOTS) for a cluster, or the sentinels' addresses with opt.Sentinel.MasterSet
-// for Sentinel. Close closes the connection.
+// for Sentinel. Close closes the connection. It dials through opt's DialCtxFn or DialFn when set,
+// wrapped so that the Client learns when a connection ends (see Wrap).
 //
 // Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
 // opt.DisableCache; redisync itself never uses the cache.
 func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
+	watch := new(core.ConnWatch) // holds are checked when a connection ends or is made anew
+	opt.DialCtxFn, opt.DialFn = watch.Dial(opt), nil
 	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, err
@@ -119,10 +126,17 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 		rdb.Close()
 		return nil, err
 	}
+	watch.Attach(c.c)
 	return c, nil
 }
 
 // Wrap builds a Client on a rueidis client the caller already has. Close leaves rdb open.
+//
+// New watches the connections it makes, and checks every hold as soon as one of them ends, so that
+// a restart or a failover that lost a lock ends its holder's ctx within about one reconnect. Wrap
+// cannot: its Client checks its holds when its notifier subscribes again after losing its
+// connection (while something waits), and otherwise learns of such a loss at the next renewal, or at
+// the end of a fixed lease.
 //
 // Acquisitions keep to a ctx deadline even when the server stalls; to do so without a goroutine per
 // command, Wrap assumes that rdb gives up on an unanswered command within rueidis's default timeouts
@@ -171,7 +185,7 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 		}
 	}
 	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
-		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // AllReplicas, as Redisson does it
+		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // the first replica (package doc)
 	}
 	if cfg.Recheck < 0 {
 		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)

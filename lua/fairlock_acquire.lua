@@ -28,10 +28,11 @@ local function token()
   if ARGV[7] ~= '1' then
     return 0
   end
-  local t = redis.pcall('incr', KEYS[4])
-  if type(t) == 'table' then
+  --! INCLUDE token.lua
+  local t, err = next_token(KEYS[4])
+  if err then
     --! INCLUDE refuse.lua
-    return nil, refuse(KEYS[4], nil, t.err)
+    return nil, refuse(KEYS[4], nil, err)
   end
   return t
 end

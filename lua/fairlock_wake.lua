@@ -95,8 +95,9 @@ local function wake(slot, publish, numsub)
   local grant = score and lease ~= '0' and tonumber(redis.call('pubsub', numsub, channel)[2]) > 0
   local token = 0
   if grant and fenced == '1' then
-    token = redis.pcall('incr', tokens)
-    grant = type(token) ~= 'table'
+    --! INCLUDE token.lua
+    token = next_token(tokens)
+    grant = token ~= nil -- nil: the waiter's try refuses the counter
   end
   if grant then
     take_head(head, slot)

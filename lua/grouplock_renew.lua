@@ -4,7 +4,8 @@
 -- then for each hold its owner, how many values follow, and the values. A hold is renewed when its
 -- owner still names every value: each expire_time becomes ttl from now unless it has more left, and
 -- the hash lives ttl at least. Returns one integer per hold: 1 renewed, 0 no longer held (nothing of
--- it is renewed then). A key of the wrong type counts as not held instead of failing the batch.
+-- it is renewed then). A key of the wrong type counts as not held instead of failing the batch. ttl 0
+-- checks the holds without renewing them.
 local ttl = tonumber(ARGV[1])
 local now = now_ms()
 local out, at = {}, 2
@@ -19,7 +20,7 @@ for i = 1, #KEYS do
       break
     end
   end
-  if held then
+  if held and ttl > 0 then
     local until_ms = now + ttl
     for j = first, last do
       local ef = expire_field(ARGV[j], owner)
@@ -29,6 +30,8 @@ for i = 1, #KEYS do
       end
     end
     lengthen(group, ttl, 0)
+  end
+  if held then
     out[i] = 1
   else
     out[i] = 0

@@ -1,12 +1,14 @@
 --! KEYS lock counter waiters clients memo
---! ARGV field held rid lease reentrant fenced window client linger recorded tag
+--! ARGV field held rid lease reentrant fenced window client linger tag
 -- A try of an acquisition of a reentrant lock whose waiter listens: when it does not acquire, it
 -- records the waiter (record.lua, defined only where it is called; see rlock_wake.lua), which a
 -- release may then hand the lock to. Replies as core/lock.go says ({0, pttl, score}: recorded with that score), exactly
 -- once as rlock_try.lua says.
 -- window: ms within which the waiter tries again ('0': no record); client: this client's id; linger:
--- ms the client listens after its last waiter left ('': it listed itself recently enough);
--- recorded: '1' when an earlier try of this wait recorded the waiter; tag: the waiter's record.
+-- ms the client listens after its last waiter left ('': it listed itself recently enough); tag: the
+-- waiter's record. Any try of the wait may have recorded the waiter, this one's other send included
+-- (its answer lost, or this a first send that the network held up): a try that acquires removes the
+-- record, or a release would hand the lock to the waiter that already holds it.
 --
 -- A name that holds anything but a lock hash, or a side key of another type, is refused before the
 -- lock or a record is written (lockhash.lua, refuse.lua): the writes that can fail on a side key (the
@@ -20,7 +22,7 @@ if MODE == 1 then
   end
   local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
   if n == held + 1 then
-    redis.call('zrem', KEYS[3], ARGV[11])
+    redis.call('zrem', KEYS[3], ARGV[10])
     return {1, n, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
   end
 end
@@ -52,23 +54,23 @@ if turn then
   if left > 0 then
     if ARGV[7] ~= '0' then
       --! INCLUDE record.lua
-      local score, refused = record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
+      local score, refused = record(KEYS[3], KEYS[4], ARGV[10], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
       return refused or {0, left, score}
     end
     return {0, left}
   end
 end
-if count > 0 and ARGV[10] == '1' then
+if count > 0 and ARGV[10] ~= '' then
   -- A release may have handed the lock to this waiter (rlock_wake.lua): the grant is this
   -- acquisition, and its lease starts again now, since the waiter counts it from this try.
-  local mark = redis.pcall('zscore', KEYS[3], ARGV[11])
+  local mark = redis.pcall('zscore', KEYS[3], ARGV[10])
   if type(mark) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(KEYS[3], nil, mark.err)
   end
   mark = tonumber(mark)
   if mark and mark <= 0 then
-    redis.call('zrem', KEYS[3], ARGV[11])
+    redis.call('zrem', KEYS[3], ARGV[10])
     if ttl < lease then
       redis.call('pexpire', KEYS[1], lease)
     end
@@ -87,7 +89,7 @@ if MODE == 0 and count > 0 and count ~= held then
     return {1, tonumber(n), tonumber(t)}
   end
   if count == held + 1 then
-    redis.call('zrem', KEYS[3], ARGV[11])
+    redis.call('zrem', KEYS[3], ARGV[10])
     return {1, count, ARGV[6] == '1' and tonumber(redis.call('get', KEYS[2])) or 0}
   end
 end
@@ -97,15 +99,15 @@ if free or count > 0 then
   end
   local token = 0
   if ARGV[6] == '1' then
-    token = redis.pcall('incr', KEYS[2])
-    if type(token) == 'table' then
+    --! INCLUDE token.lua
+    local err
+    token, err = next_token(KEYS[2])
+    if err then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[2], nil, token.err)
+      return refuse(KEYS[2], nil, err)
     end
   end
-  -- Sent again (MODE 1), the try may have recorded the waiter in its first send, whose answer was
-  -- lost: a record left behind would have a release hand this owner the lock again.
-  local failed = (ARGV[10] == '1' or MODE == 1) and redis.pcall('zrem', KEYS[3], ARGV[11])
+  local failed = ARGV[10] ~= '' and redis.pcall('zrem', KEYS[3], ARGV[10])
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(KEYS[3], nil, failed.err)
@@ -122,7 +124,7 @@ if free or count > 0 then
 end
 if ARGV[7] ~= '0' then
   --! INCLUDE record.lua
-  local score, refused = record(KEYS[3], KEYS[4], ARGV[11], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
+  local score, refused = record(KEYS[3], KEYS[4], ARGV[10], ARGV[7], ARGV[8], ARGV[9], ARGV[4])
   return refused or {0, ttl, score}
 end
 return {0, ttl}

@@ -28,10 +28,12 @@ if redis.call('exists', KEYS[1], KEYS[3]) == 0 then
   -- acquisition is Redisson's own, and replies the count alone when it takes no token.
   local tok = 0
   if ARGV[6] == '1' then
-    tok = redis.pcall('incr', KEYS[2])
-    if type(tok) == 'table' then
+    --! INCLUDE token.lua
+    local err
+    tok, err = next_token(KEYS[2])
+    if err then
       --! INCLUDE refuse.lua
-      return refuse(KEYS[2], nil, tok.err)
+      return refuse(KEYS[2], nil, err)
     end
   end
   redis.call('hset', KEYS[1], ARGV[1], 1)
@@ -88,10 +90,12 @@ elseif ARGV[5] ~= '1' then
 end
 local tok = 0
 if ARGV[6] == '1' then
-  tok = redis.pcall('incr', KEYS[2])
-  if type(tok) == 'table' then
+  --! INCLUDE token.lua
+  local err
+  tok, err = next_token(KEYS[2])
+  if err then
     --! INCLUDE refuse.lua
-    return refuse(KEYS[2], nil, tok.err)
+    return refuse(KEYS[2], nil, err)
   end
 end
 local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)

@@ -96,9 +96,11 @@ local function wake(publish, numsub, listening)
       local channel = prefix .. client
       local token = 0
       if fenced == '1' and lease and lease ~= '0' then
-        token = redis.pcall('incr', tokens)
-        if type(token) == 'table' then
-          lease = nil -- a wake-up: the waiter's try refuses the counter
+        --! INCLUDE token.lua
+        local err
+        token, err = next_token(tokens)
+        if err then
+          token, lease = 0, nil -- a wake-up: the waiter's try refuses the counter
         end
       end
       if lease and lease ~= '0' then

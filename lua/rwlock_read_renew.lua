@@ -7,7 +7,7 @@
 -- keys expired: then a writer may already be in). Only the owner's own lease keys are extended, so
 -- that a reader of a dead client ages out even while others keep reading, and none is shortened (a
 -- read hold given a longer lease keeps it). A key of the wrong type counts as not held instead of
--- failing the whole batch.
+-- failing the whole batch. ttl 0 checks the holds without renewing them.
 local ttl = tonumber(ARGV[1])
 local out = {}
 for i = 1, #KEYS / 2 do
@@ -19,13 +19,13 @@ for i = 1, #KEYS / 2 do
       local left = redis.call('pttl', leases .. ':' .. k)
       if left == -2 then
         ok = false
-      elseif left < ttl then
+      elseif ttl > 0 and left < ttl then
         redis.call('pexpire', leases .. ':' .. k, ttl)
       end
     end
   end
   if ok then
-    if redis.call('pttl', lock) < ttl then
+    if ttl > 0 and redis.call('pttl', lock) < ttl then
       redis.call('pexpire', lock, ttl)
     end
     out[i] = 1

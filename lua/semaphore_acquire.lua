@@ -1,29 +1,31 @@
 --! KEYS semaphore waiters clients grants memo
---! ARGV permits window tag client linger recorded rid
+--! ARGV permits window tag client linger rid
 -- Take permits from a counting semaphore (Redisson's layout: a string holding the available count; a
 -- missing key counts as 0). record.lua, count.lua and once.lua come first. A key that holds anything
 -- but a count, or a side key of another type, is refused before anything is written.
 -- permits: how many; window: ms within which this waiter will try again ('0': it will not wait,
--- record nothing); tag: the waiter's record; client: this client's id; linger: ms for which the
--- client listens after its last waiter left; recorded: '1' when an earlier try of this wait recorded
--- the waiter; rid: the acquisition's request id.
+-- record nothing); tag: the waiter's record ('' before it listens); client: this client's id; linger:
+-- ms for which the client listens after its last waiter left; rid: the acquisition's request id.
 -- Returns {1} when they were taken (or a release had taken them for this waiter), {0} when fewer are
 -- available, {0, score} when fewer are available and the waiter was recorded with that score. A
--- taking is remembered under the memo, which a re-sent try answers (MODE 1).
-local memo = KEYS[5] .. ARGV[7]
+-- taking is remembered under the memo, which a re-sent try answers (MODE 1); a try of a waiter that
+-- left ('undone', semaphore_forget.lua) answers nil and does nothing.
+local memo = KEYS[5] .. ARGV[6]
 local found, reply = recall(memo)
 if found then
   return reply
 end
--- Sent again (MODE 1), a try may have recorded the waiter in its first send, whose answer was lost,
--- and a release may have handed it permits since: it takes them as a try of a recorded waiter does.
-local recorded = ARGV[6] == '1' or (MODE == 1 and ARGV[3] ~= '')
+-- Any try of the wait may have recorded the waiter, this one's other send included (its answer lost,
+-- or this a first send that the network held up), and a release may have handed it permits since:
+-- the try takes them, or a second grant to the waiter would take the place of the first.
+local recorded = ARGV[3] ~= ''
 if recorded then
   local granted = redis.pcall('hdel', KEYS[4], ARGV[3])
   if type(granted) == 'table' then
     --! INCLUDE refuse.lua
     return refuse(KEYS[4], nil, granted.err)
   elseif granted == 1 then
+    redis.pcall('zrem', KEYS[2], ARGV[3]) -- recorded again since, by this try's other send
     return remember(memo, {1}) -- a release handed them over (semaphore_wake.lua)
   end
 end

@@ -261,7 +261,8 @@ func TestFaultNotificationConnectionKilled(t *testing.T) {
 }
 
 // Row: the server is killed and restarted. Without persistence the lock is gone and the holder
-// learns it at its next renewal; with appendfsync always it survives and stays held.
+// learns it once its Client reconnects (TestRestartWithoutPersistence measures how soon); with
+// appendfsync always it survives, stays held, and the check made on the reconnect keeps it.
 func TestFaultServerRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -1,21 +1,29 @@
 package reliability
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
+	"github.com/redisync/redisync/spinlock"
 )
 
 func TestReplicaAckBadInput(t *testing.T) {
@@ -203,5 +211,270 @@ func TestReplicaAckByDefaultWithoutReplicas(t *testing.T) {
 	// One INFO is this test's own; the Client asks once, and again every few seconds at most.
 	if n := cmdCalls(t, srv, "info") - infos; n > 3 {
 		t.Fatalf("%d INFOs for 50 acquisitions", n)
+	}
+}
+
+// Row: a replica lags (stopped with SIGSTOP for 2 s) under blocking acquisitions, with the default
+// replica acknowledgement. Every blocking call waits it out within its bound and acquires: the
+// waiters of every primitive, woken by releases made during the lag, and calls that start during it
+// on free objects. A call whose bound ends first returns ErrNotReplicated and leaves nothing held.
+// Afterwards master and replica hold exactly what the holders hold, and nothing once released.
+func TestReplicaPausedUnderBlockingAcquisitions(t *testing.T) {
+	st := redistest.StartSentinel(t)
+	client := func() *redisync.Client {
+		c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { testkit.CloseClean(t, c) })
+		return c
+	}
+	a, b := client(), client()
+	ctx := context.Background()
+	type blocking struct {
+		name    string
+		acquire func(ctx context.Context, c *redisync.Client) (release func() error, err error)
+	}
+	lockOf := func(l interface {
+		Lock(context.Context) (context.Context, error)
+		Unlock(context.Context) error
+	}, err error) func(context.Context) (func() error, error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(ctx context.Context) (func() error, error) {
+			held, err := l.Lock(ctx)
+			return func() error { return l.Unlock(held) }, err
+		}
+	}
+	cases := []blocking{
+		{"lag-rlock", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			return lockOf(rlock.New(c, "lag-rlock", rlock.WithFencing()))(ctx)
+		}},
+		{"lag-fair", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			return lockOf(fairlock.New(c, "lag-fair"))(ctx)
+		}},
+		{"lag-spin", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			return lockOf(spinlock.New(c, "lag-spin"))(ctx)
+		}},
+		{"lag-rw", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			rw, err := rwlock.New(c, "lag-rw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lockOf(rw.WriteLock(), nil)(ctx)
+		}},
+		{"lag-group", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			return lockOf(multilock.NewGroup(c, "lag-group", []string{"x", "y"}))(ctx)
+		}},
+		{"lag-sem", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			s, _ := semaphore.New(c, "lag-sem")
+			return func() error { return s.Release(ctx, 1) }, s.Acquire(ctx, 1)
+		}},
+		{"lag-exp", func(ctx context.Context, c *redisync.Client) (func() error, error) {
+			e, _ := semaphore.NewExpirable(c, "lag-exp")
+			ids, err := e.Acquire(ctx, 1)
+			return func() error { return e.Release(ctx, ids...) }, err
+		}},
+	}
+	s, _ := semaphore.New(a, "lag-sem")
+	e, _ := semaphore.NewExpirable(a, "lag-exp")
+	if _, err := s.TrySetPermits(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.TrySetPermits(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdb.Close)
+	t.Cleanup(func() { testkit.Do(t, rdb, "DEL", "lag-sem", "lag-exp", "redisson_lock_token:{lag-rlock}") })
+
+	// A holds everything; B waits for each, with 8 s left.
+	var releases []func() error
+	for _, tc := range cases {
+		release, err := tc.acquire(ctx, a)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		releases = append(releases, release)
+	}
+	type outcome struct {
+		name    string
+		release func() error
+		err     error
+		took    time.Duration
+	}
+	results := make(chan outcome, 2*len(cases))
+	bound, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	for _, tc := range cases {
+		go func() {
+			start := time.Now()
+			release, err := tc.acquire(bound, b)
+			results <- outcome{tc.name, release, err, time.Since(start)}
+		}()
+	}
+	testkit.Eventually(t, 10*time.Second, func() error { // every waiter but the spinning one parked
+		if n := testkit.Waiters(b); n < len(cases)-1 {
+			return fmt.Errorf("%d waiters", n)
+		}
+		return nil
+	})
+
+	if err := st.Replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		time.Sleep(2 * time.Second)
+		st.Replica.Resume()
+	}()
+	t.Cleanup(func() { <-resumed })
+	for i, release := range releases { // releases do not wait for replicas
+		if err := release(); err != nil {
+			t.Fatalf("%s: release: %v", cases[i].name, err)
+		}
+	}
+	// A call that starts during the lag on a free object waits it out too...
+	go func() {
+		start := time.Now()
+		release, err := lockOf(rlock.New(a, "lag-free"))(bound)
+		results <- outcome{"lag-free", release, err, time.Since(start)}
+	}()
+	// ...and one whose bound ends first gets ErrNotReplicated, with nothing left behind.
+	short := newLock(t, a, "lag-short")
+	if _, err := short.TryLock(ctx, 300*time.Millisecond); !errors.Is(err, redisync.ErrNotReplicated) {
+		t.Errorf("TryLock(300ms) during the lag: %v, want ErrNotReplicated", err)
+	}
+	if locked, err := short.IsLocked(ctx); err != nil || locked {
+		t.Errorf("lag-short left locked after ErrNotReplicated (%v, %v): given back before the call returned", locked, err)
+	}
+
+	for range len(cases) + 1 {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("%s: %v after %v: a 2 s lag of the replica ended a call with 8 s left", r.name, r.err, r.took)
+			continue
+		}
+		if got := time.Since(paused); got < time.Second {
+			t.Logf("%s: acquired %v into the lag", r.name, got)
+		}
+		if err := r.release(); err != nil {
+			t.Errorf("%s: %v", r.name, err)
+		}
+	}
+	<-resumed
+	// Nothing held on the master, nor on the replica once it caught up; the permits are back.
+	for _, srv := range []*redistest.Server{st.Master, st.Replica} {
+		testkit.Eventually(t, 10*time.Second, func() error {
+			for _, key := range []string{"lag-rlock", "lag-fair", "lag-spin", "lag-rw", "lag-group", "lag-free", "lag-short", "{lag-exp}:timeout"} {
+				if n, err := srv.Do("EXISTS", key); err != nil || n != "0" {
+					return fmt.Errorf("%s: %s still exists (%v)", srv.Addr, key, err)
+				}
+			}
+			for _, key := range []string{"lag-sem", "lag-exp"} {
+				if n, err := srv.Do("GET", key); err != nil || n != "1" {
+					return fmt.Errorf("%s: %s holds %q permits, want 1 (%v)", srv.Addr, key, n, err)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// With the default acknowledgement, an acquisition waits for the first replica only: with two
+// replicas, one of them stopped, every acquisition is acknowledged by the other at once, and the
+// WAIT each sends asks for one replica. AllReplicas asks for both (and gets one, after its timeout).
+func TestReplicaAckWaitsForTheFirstReplica(t *testing.T) {
+	st := redistest.StartSentinel(t)
+	second := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(st.Master.Port), "--repl-diskless-sync-delay", "0")
+	testkit.Eventually(t, 10*time.Second, func() error {
+		info, err := st.Master.Do("INFO", "replication")
+		if err != nil || !strings.Contains(info, "connected_slaves:2") {
+			return fmt.Errorf("the master has not both replicas yet: %v", err)
+		}
+		if info, err := second.Do("INFO", "replication"); err != nil || !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("the second replica is not in sync yet: %v", err)
+		}
+		return nil
+	})
+	waits := monitorWaits(t, st.Master)
+	if err := second.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer second.Resume()
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testkit.CloseClean(t, c) })
+	l := newLock(t, c, "ack-first")
+	for range 5 {
+		held, err := l.TryLock(context.Background(), 0) // a single try: acknowledged at once, or not at all
+		if err != nil {
+			t.Fatalf("an acquisition with one of two replicas stopped: %v", err)
+		}
+		if err := l.Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := redisync.New(rueidis.ClientOption{InitAddress: []string{st.Master.Addr}, DisableCache: true},
+		redisync.WithReplicaAck(redisync.AllReplicas, 100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testkit.CloseClean(t, all) })
+	la := newLock(t, all, "ack-all")
+	if err := la.Unlock(mustLock(t, la)); err != nil {
+		t.Fatal(err)
+	}
+	got := waits()
+	if len(got) < 6 || !slices.Equal(got[:5], []string{"1", "1", "1", "1", "1"}) || got[len(got)-1] != "2" {
+		t.Fatalf("WAIT asked for %v replicas, want 1 for each of the default's 5 acquisitions, then 2 for AllReplicas'", got)
+	}
+}
+
+// monitorWaits watches s's commands; the func it returns gives how many replicas each WAIT asked for,
+// in order.
+func monitorWaits(t *testing.T, s *redistest.Server) func() []string {
+	conn, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := bufio.NewReader(conn)
+	if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(ok, "+OK") {
+		t.Fatalf("MONITOR: %q, %v", ok, err)
+	}
+	var mu sync.Mutex
+	var waits []string
+	go func() {
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if _, rest, ok := strings.Cut(line, `] "WAIT" `); ok {
+				if args := monitorArgs(rest); len(args) > 0 {
+					mu.Lock()
+					waits = append(waits, args[0])
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	return func() []string {
+		time.Sleep(100 * time.Millisecond) // the feed's last lines
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(waits)
 	}
 }

@@ -134,7 +134,7 @@ func (w *workload) call(what string, err error) bool {
 
 // inside runs a critical section of name, in which overlap is checked.
 func (w *workload) inside(name string, held context.Context, shared bool) {
-	bad, leave := w.occ.enter(name, held, shared)
+	bad, leave := w.occ.enter(name, held, shared, 0, 0)
 	if bad {
 		w.t.Errorf("%s: entered while another live holder was inside", name)
 	}

@@ -25,10 +25,12 @@ const traceSpan = 6 * time.Second
 // writes the last traceSpan of them to a file when the first violation is seen: what it takes to
 // explain an overlap after the fact. A nil trace records nothing.
 type trace struct {
-	t    *testing.T
-	path string
+	t     *testing.T
+	path  string
+	named bool // several servers: each line of the feed names the one it came from
 
 	mu      sync.Mutex
+	conns   map[string]net.Conn // the MONITOR connection of each server, by address
 	lines   []traceLine
 	written bool // a violation was seen: the file is being written
 	done    bool // the file is written: record nothing more
@@ -46,33 +48,61 @@ func startTrace(t *testing.T, path string, addrs ...string) *trace {
 	if path == "" {
 		return nil
 	}
-	tr := &trace{t: t, path: path}
-	t.Cleanup(tr.wg.Wait) // after the connections close: cleanups run last added first
+	tr := &trace{t: t, path: path, named: len(addrs) > 1, conns: make(map[string]net.Conn)}
+	t.Cleanup(func() {
+		tr.mu.Lock()
+		for _, conn := range tr.conns {
+			conn.Close()
+		}
+		tr.mu.Unlock()
+		tr.wg.Wait()
+	})
 	for _, addr := range addrs {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
+		if err := tr.monitor(addr); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
-			t.Fatal(err)
-		}
-		from := "redis "
-		if len(addrs) > 1 {
-			from = "redis " + addr + " "
-		}
-		tr.wg.Go(func() {
-			r := bufio.NewReader(conn)
-			for {
-				line, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				tr.add(from + strings.TrimSpace(line))
-			}
-		})
-		t.Cleanup(func() { conn.Close() })
 	}
 	return tr
+}
+
+// monitor follows the MONITOR feed of the server at addr on a connection of its own.
+func (tr *trace) monitor(addr string) error {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(conn, "MONITOR\r\n"); err != nil {
+		conn.Close()
+		return err
+	}
+	from := "redis "
+	if tr.named {
+		from = "redis " + addr + " "
+	}
+	tr.mu.Lock()
+	if old := tr.conns[addr]; old != nil {
+		old.Close()
+	}
+	tr.conns[addr] = conn
+	tr.mu.Unlock()
+	tr.wg.Go(func() {
+		r := bufio.NewReader(conn)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			tr.add(from + strings.TrimSpace(line))
+		}
+	})
+	return nil
+}
+
+// restarted follows the feed of the server restarted at addr.
+func (tr *trace) restarted(addr string) {
+	if tr != nil {
+		testkit.Eventually(tr.t, 20*time.Second, func() error { return tr.monitor(addr) })
+	}
 }
 
 // logf records one of the soak's events.

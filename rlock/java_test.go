@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/testkit"
+	"github.com/redisync/redisync/rlock"
 )
 
 // javaLock plays a Redisson 3.x/4.x process using RLock on one name: Redisson's scripts (written here
@@ -336,4 +337,86 @@ func (j *javaLock) listen() (stop func()) {
 		j.t.Error("java listener could not subscribe")
 	}
 	return func() { cancel(); <-done }
+}
+
+// javaFencedAcquire is RedissonFencedLock's tryLockInnerAsync: it INCRs the counter that this
+// package's fenced locks INCR too, and answers {-1, token} when acquired.
+const javaFencedAcquire = `
+if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+  local token = redis.call('incr', KEYS[2]);
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return {-1, token};
+end;
+return {redis.call('pttl', KEYS[1]), -1};`
+
+// A counter that is missing (never used, or lost with a restart without persistence) starts from
+// the server's clock in microseconds, and Redisson's fenced lock goes on from there: Go and Java
+// acquisitions of one name share one sequence of tokens, each above the one before, and Redisson's
+// getToken reads the last. A Java acquisition that finds the counter missing starts it at 1, as
+// Redisson does; Go acquisitions go on above that.
+func TestJavaFencedLockSharesTheSeededCounter(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		c := tg.Client(t)
+		l := newLock(t, c, "java-fenced", rlock.WithFencing())
+		j := newJavaLock(t, tg, "java-fenced")
+		rdb := tg.Redis(t)
+		counter := "redisson_lock_token:{java-fenced}"
+		t.Cleanup(func() { testkit.Do(t, rdb, "DEL", counter) })
+		serverMicros := func() int64 {
+			tm, err := rdb.Do(context.Background(), rdb.B().Time().Build().SetSlot(counter)).AsIntSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tm[0]*1e6 + tm[1]
+		}
+		goToken := func() int64 {
+			t.Helper()
+			held := mustLock(t, l, context.Background())
+			token, ok := l.Token(held)
+			if !ok {
+				t.Fatal("no token")
+			}
+			if err := l.Unlock(held); err != nil {
+				t.Fatal(err)
+			}
+			return token
+		}
+		javaToken := func() int64 {
+			t.Helper()
+			res, err := rdb.Do(context.Background(), rdb.B().Eval().Script(javaFencedAcquire).Numkeys(2).
+				Key("java-fenced", counter).Arg("30000", j.field(1)).Build()).AsIntSlice()
+			if err != nil || len(res) != 2 || res[0] != -1 {
+				t.Fatalf("Redisson's fenced acquisition: %v, %v", res, err)
+			}
+			if got, err := rdb.Do(context.Background(), rdb.B().Get().Key(counter).Build()).AsInt64(); err != nil || got != res[1] {
+				t.Fatalf("Redisson's getToken: %d, %v, want %d", got, err, res[1])
+			}
+			j.unlock(1)
+			return res[1]
+		}
+
+		before := serverMicros()
+		first := goToken()
+		if after := serverMicros(); first < before || first > after {
+			t.Fatalf("first token %d, want the server's clock in microseconds, between %d and %d", first, before, after)
+		}
+		if tok := javaToken(); tok != first+1 {
+			t.Fatalf("Redisson's token %d after Go's %d, want %d", tok, first, first+1)
+		}
+		if tok := goToken(); tok != first+2 {
+			t.Fatalf("Go's token %d after Redisson's %d, want %d", tok, first+1, first+2)
+		}
+		testkit.Do(t, rdb, "DEL", counter) // the counter lost, as with a restart without persistence
+		if tok := goToken(); tok <= first+2 {
+			t.Fatalf("token %d after the counter was lost, not above %d handed out before", tok, first+2)
+		}
+		testkit.Do(t, rdb, "DEL", counter)
+		if tok := javaToken(); tok != 1 {
+			t.Fatalf("Redisson's token %d on a missing counter, want Redisson's 1", tok)
+		}
+		if tok := goToken(); tok != 2 {
+			t.Fatalf("Go's token %d after Redisson's 1, want 2", tok)
+		}
+	})
 }

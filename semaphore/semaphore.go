@@ -156,8 +156,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // An error never means the permits were taken, with one exception that no client can rule out: when
 // the connection fails while the acquiring script runs, the error is the connection's, and the script
 // may have taken the permits on the server. The same holds for permits a release took for a waiter
-// that then gave up, if its Client can reach Redis neither to give them back then nor when the
-// release's message arrives. Nobody then holds them; AddPermits can put them back.
+// that then gave up, if its Client cannot reach Redis for the 30 s during which its leave, which
+// gives them back, is sent again. Nobody then holds them; AddPermits can put them back.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return s.acquire(ctx, n, -1)
 }
@@ -185,14 +185,14 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
-		argRecorded: "0", argRid: s.c.RequestID()}
+		argRid: s.c.RequestID()}
 	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
 	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
-		if member := a.args[argRecord]; member != "" {
-			s.forget(core.Overtime, member)
+		if member, rid := a.args[argRecord], a.args[argRid]; member != "" {
+			s.forget(core.Overtime, member, rid)
 		}
 		return core.Errorf(kind, s.name, err)
 	}
@@ -202,13 +202,12 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 
 // The acquire script's ARGV (semaphore_acquire.lua).
 const (
-	argPermits  = iota
-	argWindow   // ms within which the waiter tries again; "0": it does not wait, and is not recorded
-	argRecord   // the waiter's record, once it listens
-	argClient   // this client's id, for the clients' record
-	argLinger   // ms the client listens after its last waiter left
-	argRecorded // "1" once a try recorded the waiter
-	argRid      // the acquisition's request id: a try that takes the permits keeps a memo under it
+	argPermits = iota
+	argWindow  // ms within which the waiter tries again; "0": it does not wait, and is not recorded
+	argRecord  // the waiter's record, once it listens
+	argClient  // this client's id, for the clients' record
+	argLinger  // ms the client listens after its last waiter left
+	argRid     // the acquisition's request id: a try that takes the permits keeps a memo under it
 	nArgs
 )
 
@@ -232,8 +231,7 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 		return true, 0, notReplicated // Acquire gives it back when it was not replicated
 	}
 	if len(res) > 1 {
-		a.args[argRecorded] = "1" // the try that succeeds removes the record
-		a.score = res[1]
+		a.score = res[1] // a hand-over must come after this try
 	}
 	return false, 0, nil
 }
@@ -244,13 +242,18 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 // otherwise, as an unanswered one always is, in the background for up to 30 s (core.Client.Undo).
 func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
+	memo := s.keys[6] + a.args[argRid]
 	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
 	if sure && s.c.Send(context.WithoutCancel(ctx), addScript.Undo(), s.keys[:], args).Error() == nil {
-		s.c.DeleteLater(s.keys[6] + a.args[argRid])
+		s.c.DeleteLater(memo)
 		return
 	}
-	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(s.keys[6] + a.args[argRid]) })
+	s.c.Undo(addScript, s.keys[:], args, func() { s.c.DeleteLater(memo) })
 }
+
+// Again makes the next try a call of its own, under a new request id: the one before was given back
+// (the replicas lagged), and its memo says 'undone'.
+func (a *acquisition) Again() { a.args[argRid] = a.s.c.RequestID() }
 
 // Tag names the waiter's record (semaphore_wake.lua), unique to this acquisition, and makes the
 // tries from now on leave it.
@@ -278,12 +281,15 @@ func (a *acquisition) Claim(payload string) bool {
 }
 
 // Stray gives back permits that a release took for a waiter of this client that is no longer there.
-func (a *acquisition) Stray(member, _ string) { a.s.forget(0, member) }
+func (a *acquisition) Stray(member, _ string) { a.s.forget(0, member, "") }
 
 // forget removes the record of a waiter that gave up, so that no release counts it, and gives back
-// permits a release took for it meanwhile.
-func (s *Semaphore) forget(wait time.Duration, member string) {
-	s.c.CleanUp(wait, forgetScript, s.keys[:6], []string{member, s.c.Value("publish"), s.c.Value("numsub")}, nil)
+// permits a release took for it meanwhile; rid, when not "", is the waiter's acquisition, whose tries
+// still on their way then record nothing (semaphore_forget.lua). It is sent in the background until
+// Redis has run it (core.Client.CleanUp), and waited for up to wait: permits handed to a waiter that
+// is gone come back once it lands.
+func (s *Semaphore) forget(wait time.Duration, member, rid string) {
+	s.c.CleanUp(wait, forgetScript, s.keys[:], []string{member, s.c.Value("publish"), s.c.Value("numsub"), rid}, nil)
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package

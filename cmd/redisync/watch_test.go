@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,7 +75,8 @@ func TestInspectWatch(t *testing.T) {
 	}
 	h := testkit.Await(t, got, "waiter")
 	shows("holder " + owner(b, h))
-	shows("last fencing token: 2")
+	token, _ := lb.Token(h)
+	shows("last fencing token: " + strconv.FormatInt(token, 10))
 	if n := strings.Count(out.String(), "-- "); n > views+3 {
 		t.Errorf("%d views for one hand-over (the TTL counting down is no change):\n%s", n-views, out.String())
 	}

@@ -34,8 +34,8 @@ type Config struct {
 	// Recheck bounds how long a waiter trusts notifications alone before it tries again.
 	Recheck time.Duration
 	// ReplicaAck, when not 0, makes every acquiring write wait for that many replicas, each wait
-	// bounded by ReplicaAckTimeout: -1 for as many as the master has, and -2 for that as Redisson's
-	// default does, which waits for replicas only, never for the master's AOF fsync.
+	// bounded by ReplicaAckTimeout: -1 for as many as the master has (at least one must answer), and
+	// -2, the default, for the first of them only, never for the master's AOF fsync.
 	ReplicaAck        int
 	ReplicaAckTimeout time.Duration
 	// StallBound is how long the connection may take to fail a command that a stalled server never
@@ -122,8 +122,8 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
-	renew := func(ctx context.Context, s *lua.Script, keys, args []string, bound time.Duration) rueidis.RedisResult {
-		return c.send(ctx, s, keys, args, true, bound)
+	renew := func(ctx context.Context, s *lua.Script, keys, args []string, acked bool, bound time.Duration) rueidis.RedisResult {
+		return c.send(ctx, s, keys, args, acked, bound)
 	}
 	c.watchdog = newWatchdog(renew, c.renewalFailed, cfg.WatchdogTimeout, cluster)
 	return c, nil

@@ -180,8 +180,10 @@ func (c *Client) renewalFailed(batch []*entry, err error) {
 
 // reconnected is the notifier's report that it subscribed channels again after losing their
 // subscription (its connection dropped, or they moved with a slot or a failover); their waiters try
-// again, since releases may have been missed meanwhile.
+// again, since releases may have been missed meanwhile, and the holds are checked, since the server
+// may have lost them (a Client of Wrap hears of no other reconnect).
 func (c *Client) reconnected(channels int) {
+	c.watchdog.check()
 	c.cfg.logger().Info("redisync: notifier subscribed again after losing its subscriptions; waiters try again",
 		"channels", channels)
 	c.emit(event{kind: evReconnected, channels: channels})

@@ -53,6 +53,8 @@ type hold struct {
 	entry   *entry  // watchdog registration, nil when none
 	entry0  entry   // the first registration, in the same allocation (never reused: a round may hold it)
 	used0   bool
+	fixed   int    // acquisitions held with a fixed lease
+	checked *entry // their registration with the watchdog, which only checks them (watchdog.check)
 	turn    chan struct{}
 }
 
@@ -301,7 +303,15 @@ func (h *hold) register() {
 	if !h.used0 {
 		e, h.used0 = &h.entry0, true
 	}
-	h.entry = h.c.watchdog.add(e, h.renew, h)
+	h.entry = h.c.watchdog.add(e, h.renew, h, false)
+}
+
+// unfix drops one acquisition with a fixed lease, and its check with the last. h.mu is held.
+func (h *hold) unfix() {
+	if h.fixed--; h.fixed == 0 && h.checked != nil {
+		h.c.watchdog.remove(h.checked)
+		h.checked = nil
+	}
 }
 
 // unwatch drops one acquisition kept by the watchdog, and the renewal with the last. h.mu is held.
@@ -350,6 +360,8 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 			h.register()
 		}
 		h.c.watchdog.confirm(h.entry, start)
+	} else if h.fixed++; h.checked == nil {
+		h.checked = h.c.watchdog.add(nil, h.renew, h, true)
 	}
 	h.settled()
 	h.mu.Unlock()
@@ -470,10 +482,14 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	if !resent {
 		a.rid = c.RequestID()
 	}
-	var stopped *entry
+	var stopped, unchecked *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
 		stopped, h.entry = h.entry, nil
 		c.watchdog.remove(stopped)
+	}
+	if !a.watched && h.fixed == 1 && h.checked != nil { // nor may a check find it released
+		unchecked, h.checked = h.checked, nil
+		c.watchdog.remove(unchecked)
 	}
 	h.mu.Unlock()
 
@@ -519,6 +535,10 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 			h.entry = stopped
 			c.watchdog.readd(stopped)
 		}
+		if unchecked != nil && h.checked == nil {
+			h.checked = unchecked
+			c.watchdog.readd(unchecked)
+		}
 		h.settled()
 		h.mu.Unlock()
 		return err
@@ -531,6 +551,8 @@ func (h *hold) drop(a *acq) {
 		h.stack = slices.Delete(h.stack, i, i+1)
 		if a.watched {
 			h.unwatch()
+		} else {
+			h.unfix()
 		}
 		h.changed()
 	}
@@ -548,6 +570,10 @@ func (h *hold) takeAll() []*acq {
 	if h.entry != nil && h.watched == 0 {
 		h.c.watchdog.remove(h.entry)
 		h.entry = nil
+	}
+	if h.fixed = 0; h.checked != nil {
+		h.c.watchdog.remove(h.checked)
+		h.checked = nil
 	}
 	h.changed()
 	return all

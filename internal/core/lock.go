@@ -36,12 +36,11 @@ import (
 //     LockOptions.Values. A renewal gives only "field" of the per-call names.
 //   - ARGV, per call: "lease" (ms: the call's lease, or the Client's watchdog timeout; a release
 //     gives the lease of the hold it releases), "field" (the hold's field), "owner" (the owner's
-//     field, "<client id>:<owner id>"), "held" (the acquisitions Redis counts for the owner before the call), "rid" (the call's
-//     request id), "tag" (the waiter's tag, '' before it listens), "recorded" ('1' once a try of the
-//     wait left a record), "waits" ('1' when the acquisition waits), "linger" (ms the Client stays
-//     listed among the lock's clients, '' when it need not be listed again), "grant" (the lease a
-//     release that hands the lock over gives: '0' for a wake-up only), "queued" ('1' when a leaving
-//     waiter may have queued).
+//     field, "<client id>:<owner id>"), "held" (the acquisitions Redis counts for the owner before
+//     the call), "rid" (the call's request id), "tag" (the waiter's tag, '' before it listens),
+//     "waits" ('1' when the acquisition waits), "linger" (ms the Client stays listed among the lock's
+//     clients, '' when it need not be listed again), "grant" (the lease a release that hands the lock
+//     over gives: '0' for a wake-up only), "queued" ('1' when a leaving waiter may have queued).
 //
 // A release also gets "waits": '1' when the acquisition it releases had waited for the lock.
 //
@@ -117,7 +116,6 @@ const (
 	vHeld
 	vRid
 	vTag
-	vRecorded
 	vWaits
 	vLinger
 	vGrant
@@ -126,7 +124,7 @@ const (
 	nVals
 )
 
-var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "recorded", "waits", "linger", "grant", "queued", "lease"}
+var valNames = [nVals]string{"field", "owner", "held", "rid", "tag", "waits", "linger", "grant", "queued", "lease"}
 
 // The values a lock gives its scripts, before those of LockOptions.Values; "tail" stands for a list.
 var lockValNames = []string{"reentrant", "fenced", "publish", "numsub", "client", "window", "ntail", "tail"}
@@ -506,7 +504,7 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 			err = notReplicated // Acquire gives back an acquisition that was not replicated
 		}
 	case t.recorded:
-		a.v[vRecorded], a.score = "1", t.score // the try that acquires removes the record
+		a.score = t.score // the try that acquires removes the record
 		if a.v[vLinger] != "" {
 			c.listed(l.clients, sent, pubsub.Linger/2)
 		}
@@ -543,6 +541,10 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 		l.c.DeleteLater(l.memo(a.v[vRid]))
 	}
 }
+
+// Again makes the next try a call of its own, under a new request id: the one before was given back
+// (the replicas lagged), and its memo may still say that it acquired.
+func (a *attempt) Again() { a.v[vRid] = a.l.c.RequestID() }
 
 // keptMemo reports whether an acquisition that made the owner's count count, where the client
 // counted held before it, kept a memo: where Redis counted otherwise than this client, and always

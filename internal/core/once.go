@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -153,10 +154,36 @@ func (c *Client) sleep(d time.Duration) bool {
 }
 
 func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
-	if acquires && c.cfg.ReplicaAck != 0 {
-		return c.runAcked(ctx, s, keys, args)
+	t := sendTrace.Load()
+	if t != nil { // copies: callers' buffers stay on their stacks
+		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), nil)
 	}
-	return s.Exec(ctx, c.rdb, keys, args)
+	var res rueidis.RedisResult
+	if acquires && c.cfg.ReplicaAck != 0 {
+		res = c.runAcked(ctx, s, keys, args)
+	} else {
+		res = s.Exec(ctx, c.rdb, keys, args)
+	}
+	if t != nil {
+		answer := res // res itself stays on the stack
+		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), &answer)
+	}
+	return res
+}
+
+// sendTrace, when set, hears of every script sent and of its answer (SetSendTrace).
+var sendTrace atomic.Pointer[func(client string, s *lua.Script, keys, args []string, res *rueidis.RedisResult)]
+
+// SetSendTrace makes every Client call f before each send of a script (res nil) and after it, with
+// the Client's id, the script, its KEYS and ARGV and Redis's answer (or the connection's error); nil
+// stops it. It is for tests that reconcile what the clients sent, and what they were told, with what
+// the server ran.
+func SetSendTrace(f func(client string, s *lua.Script, keys, args []string, res *rueidis.RedisResult)) {
+	if f == nil {
+		sendTrace.Store(nil)
+		return
+	}
+	sendTrace.Store(&f)
 }
 
 // Undo sends s.Undo() in the background, for up to undoBound: the give-back of an acquisition whose

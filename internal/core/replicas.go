@@ -18,9 +18,11 @@ import (
 // when at least one of them acknowledges it (a master without replicas waits for none).
 const allReplicas = -1
 
-// redissonReplicas as Config.ReplicaAck is allReplicas as Redisson's checkLockSyncedSlaves does it:
-// replicas only, never the master's own AOF fsync.
-const redissonReplicas = -2
+// firstReplica as Config.ReplicaAck, the default, waits for the first replica to acknowledge, when the
+// master has any: never for the others, nor for the master's own AOF fsync. Sentinel and Redis
+// Cluster promote the replica with the most of the master's stream, which then has the acquisition,
+// and a lagging replica costs nothing while another keeps up (package redisync's doc says why).
+const firstReplica = -2
 
 // replicaInfoTTL is how long a master's replica count and AOF setting are trusted before INFO is
 // asked again: an acquisition must not cost an INFO, yet a failover or a new replica must be seen.
@@ -181,23 +183,29 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	if c.cfg.ReplicaAck == redissonReplicas {
-		ri.waitAOF = false
-	}
 	want, need := int64(c.cfg.ReplicaAck), int64(c.cfg.ReplicaAck)
-	if c.cfg.ReplicaAck < 0 {
+	switch c.cfg.ReplicaAck {
+	case allReplicas:
 		want, need = ri.replicas, min(ri.replicas, 1)
+	case firstReplica:
+		want, need, ri.waitAOF = min(ri.replicas, 1), min(ri.replicas, 1), false
 	}
 	if want == 0 && !ri.waitAOF {
 		return s.Exec(ctx, c.rdb, keys, args) // nothing to wait for: a master without replicas
 	}
-	timeout := max(c.cfg.ReplicaAckTimeout.Milliseconds(), 1)
+	// Within a try's bound (wait.go), WAIT gives up in time for its answer to come back before it:
+	// the caller learns that the replicas lag, and what was acquired is given back before it returns.
+	timeout := c.cfg.ReplicaAckTimeout
+	if b, ok := ctx.Value(resendKey{}).(resendBounds); ok && !b.refused.IsZero() {
+		timeout = min(timeout, time.Until(b.refused)-Overtime/2)
+	}
+	ms := max(timeout.Milliseconds(), 1)
 	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}
 	if want > 0 {
-		cmds = append(cmds, withSlot(c.rdb.B().Wait().Numreplicas(want).Timeout(timeout).Build(), key))
+		cmds = append(cmds, withSlot(c.rdb.B().Wait().Numreplicas(want).Timeout(ms).Build(), key))
 	}
 	if ri.waitAOF {
-		cmds = append(cmds, withSlot(c.rdb.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(timeout).Build(), key))
+		cmds = append(cmds, withSlot(c.rdb.B().Waitaof().Numlocal(1).Numreplicas(0).Timeout(ms).Build(), key))
 	}
 	res := c.rdb.DoMulti(ctx, cmds...)
 	if res[0].Error() != nil {
@@ -235,7 +243,7 @@ func (c *Client) AcksReplicas(key string) bool {
 	switch c.cfg.ReplicaAck {
 	case 0:
 		return false
-	case allReplicas, redissonReplicas:
+	case allReplicas, firstReplica:
 		var slot uint16
 		if c.rdb.Mode() == rueidis.ClientModeCluster {
 			slot = Slot(key)

@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,10 @@ type Tries interface {
 	Try(ctx context.Context) (ok bool, retryIn time.Duration, err error)
 	Undo(ctx context.Context, sure bool)
 }
+
+// again is implemented by Tries whose try after a give-back must be a call of its own (a new request
+// id): the give-back may have left the memo of the one before saying what it did.
+type again interface{ Again() }
 
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
 // addressed to its Tag.
@@ -126,6 +132,10 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	if b != (resendBounds{}) {
 		tries.try = context.WithValue(tries.try, resendKey{}, b)
 	}
+	// A try that acquired what too few replicas acknowledged in time has given it back; a replica
+	// that lags is waited out within the bound, which alone ends the wait with ErrNotReplicated.
+	var unacked error
+	pause := time.Duration(0)
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
@@ -141,7 +151,26 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			w.Tries.Undo(tries.undo, true)
 			return false, time.Millisecond, start, nil // try again at once
 		}
+		unacked = nil
+		if wait != 0 && err != nil && lagging(err) {
+			if ag, ok := w.Tries.(again); ok {
+				ag.Again()
+			}
+			pause = min(max(2*pause, 10*time.Millisecond), resendBackoff)
+			unacked = err
+			return false, pause, start, nil
+		}
 		return ok, retryIn, start, err
+	}
+	// notAcquired is why the wait ended without the object: its bound, or a replica that still lags.
+	notAcquired := func(cause error) error {
+		if unacked == nil {
+			return cause
+		}
+		if cause == ErrNotAcquired {
+			return unacked
+		}
+		return fmt.Errorf("%w (%w)", unacked, cause)
 	}
 	// A waiter that registers while its channels are subscribed needs one try only: any release
 	// after that try is announced to it. Otherwise it subscribes after a failed try and tries again
@@ -158,7 +187,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 		return start, err
 	}
 	if wait == 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-		return time.Time{}, ErrNotAcquired
+		return time.Time{}, notAcquired(ErrNotAcquired)
 	}
 	m.waiting()
 	if len(ws) == 0 {
@@ -217,7 +246,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 				}
 			case <-timer.C:
 			case <-ctx.Done():
-				return time.Time{}, context.Cause(ctx)
+				return time.Time{}, notAcquired(context.Cause(ctx))
 			case <-c.done:
 				return time.Time{}, ErrClosed
 			}
@@ -231,7 +260,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			return start, err
 		}
 		if last || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			return time.Time{}, ErrNotAcquired
+			return time.Time{}, notAcquired(ErrNotAcquired)
 		}
 	}
 }
@@ -365,7 +394,9 @@ type tries struct{ try, undo context.Context }
 type resendKey struct{}
 
 // resendBounds say until when a try is sent again after a connection failure (lost) and after a
-// refusal (refused); zero for no bound but the sending's own.
+// refusal (refused); zero for no bound but the sending's own. A try's WAIT for the replicas ends
+// within refused too (the wait's end or ctx's deadline), not within lost: a single try's WAIT takes
+// the replicas' whole timeout, as a try without a bound does.
 type resendBounds struct{ lost, refused time.Time }
 
 // earliest returns the earlier of a and b, where zero is no time at all (never).
@@ -472,6 +503,14 @@ func (c *Client) closedOr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// lagging reports whether err says that a try acquired what too few replicas acknowledged within
+// the timeout (and was given back): they may catch up, so the wait goes on. A WAIT that failed
+// (NOPERM, a connection that broke) is an answer like any other error.
+func lagging(err error) bool {
+	var re *replicationError
+	return errors.As(err, &re) && re.err == nil
 }
 
 // retryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL

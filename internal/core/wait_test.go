@@ -24,8 +24,9 @@ func (t funcTries) Undo(ctx context.Context, _ bool) {
 	}
 }
 
-// A try that acquired but reports an error (a write the replicas did not acknowledge) is given back
-// with Undo, and Acquire returns the error, whether or not the caller's ctx can end.
+// A try that acquired what the replicas did not acknowledge is given back with Undo; a wait tries
+// again until its bound ends, and only then returns ErrNotReplicated, whether or not the caller's ctx
+// can end; a single try returns it at once. A try acknowledged later acquires.
 func TestAcquireGivesBackTryWithError(t *testing.T) {
 	cc := newMini(t)
 	notReplicated := &replicationError{acked: 0, want: 1}
@@ -37,17 +38,32 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 			return ctx
 		}(),
 	} {
-		undone := 0
-		_, err := cc.Acquire(ctx, "test", "undo", time.Second, Wait{
-			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
-			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { return true, 0, notReplicated },
-				undo: func(context.Context) { undone++ }},
-		})
-		if !errors.Is(err, ErrNotReplicated) {
-			t.Fatalf("%s: %v, want ErrNotReplicated", name, err)
+		for _, wait := range []time.Duration{0, 200 * time.Millisecond} {
+			tries, undone := 0, 0
+			_, err := cc.Acquire(ctx, "test", "undo", wait, Wait{
+				Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
+				Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { tries++; return true, 0, notReplicated },
+					undo: func(context.Context) { undone++ }},
+			})
+			if !errors.Is(err, ErrNotReplicated) {
+				t.Fatalf("%s, wait %v: %v, want ErrNotReplicated", name, wait, err)
+			}
+			if undone != tries || (wait == 0 && tries != 1) || (wait > 0 && tries < 2) {
+				t.Fatalf("%s, wait %v: %d tries, Undo ran %d times; want every try given back, and tries again within a wait", name, wait, tries, undone)
+			}
 		}
-		if undone != 1 {
-			t.Fatalf("%s: Undo ran %d times, want 1", name, undone)
+		tries, undone := 0, 0
+		_, err := cc.Acquire(ctx, "test", "undo", time.Minute, Wait{
+			Channel: "undo-test", Weight: 1, Policy: pubsub.WakeOne,
+			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
+				if tries++; tries < 3 {
+					return true, 0, notReplicated
+				}
+				return true, 0, nil
+			}, undo: func(context.Context) { undone++ }},
+		})
+		if err != nil || tries != 3 || undone != 2 {
+			t.Fatalf("%s: a replica that catches up: %v after %d tries and %d give-backs, want acquired at the third, two given back", name, err, tries, undone)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -47,6 +48,9 @@ type entry struct {
 	spec renewal
 	lost loser
 	slot uint16
+	// fixed: a hold with a fixed lease, never renewed, and only checked when its node may have lost
+	// it (see check).
+	fixed bool
 
 	// guarded by Watchdog.mu
 	confirmed bool
@@ -58,9 +62,9 @@ type entry struct {
 // ticker at a third of the TTL, and one script call per batch of holds of the same kind and slot,
 // however many holds there are.
 type watchdog struct {
-	// exec sends a renewal: as an acquisition (replicas acknowledge it), sent again at once after a
-	// connection failure within bound.
-	exec func(ctx context.Context, s *lua.Script, keys, args []string, bound time.Duration) rueidis.RedisResult
+	// exec sends a renewal, as an acquisition when acked (replicas acknowledge it), sent again at once
+	// after a connection failure within bound.
+	exec func(ctx context.Context, s *lua.Script, keys, args []string, acked bool, bound time.Duration) rueidis.RedisResult
 	// failed hears of every batch whose renewal failed for a transient reason.
 	failed func(batch []*entry, err error)
 	ttl    time.Duration
@@ -68,14 +72,16 @@ type watchdog struct {
 	cluster bool
 	mu      sync.Mutex
 	set     map[*entry]struct{}
+	kick    chan struct{} // see check
 	stop    chan struct{}
 	done    chan struct{}
 }
 
 // newWatchdog returns a running watchdog. On a cluster a batch holds keys of one slot only; on a
 // single server (or Sentinel) every hold of one kind goes in the same batches.
-func newWatchdog(exec func(context.Context, *lua.Script, []string, []string, time.Duration) rueidis.RedisResult, failed func([]*entry, error), ttl time.Duration, cluster bool) *watchdog {
-	w := &watchdog{exec: exec, failed: failed, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func newWatchdog(exec func(context.Context, *lua.Script, []string, []string, bool, time.Duration) rueidis.RedisResult, failed func([]*entry, error), ttl time.Duration, cluster bool) *watchdog {
+	w := &watchdog{exec: exec, failed: failed, ttl: ttl, cluster: cluster, set: make(map[*entry]struct{}),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -89,12 +95,13 @@ type lostFunc func(error)
 
 func (f lostFunc) lost(err error) { f(err) }
 
-// add registers the renewal spec of a hold, in e unless it is nil.
-func (w *watchdog) add(e *entry, spec renewal, lost loser) *entry {
+// add registers the renewal spec of a hold, in e unless it is nil; fixed: the hold has a fixed lease,
+// and is only checked (see check).
+func (w *watchdog) add(e *entry, spec renewal, lost loser, fixed bool) *entry {
 	if e == nil {
 		e = new(entry)
 	}
-	*e = entry{spec: spec, lost: lost}
+	*e = entry{spec: spec, lost: lost, fixed: fixed}
 	if w.cluster && len(spec.keys) > 0 {
 		e.slot = Slot(spec.keys[0])
 	}
@@ -137,11 +144,29 @@ func (w *watchdog) remove(e *entry) {
 	w.mu.Unlock()
 }
 
-// len returns how many holds are registered.
+// len returns how many holds are registered to be renewed.
 func (w *watchdog) len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.set)
+	n := 0
+	for e := range w.set {
+		if !e.fixed {
+			n++
+		}
+	}
+	return n
+}
+
+// check has every hold checked at once, in a round of its own: the holds with a fixed lease are
+// looked for, the others renewed, and those gone are reported lost. A connection to Redis ended: the
+// server may have restarted without the holds, or failed over to a replica that missed them. Checks
+// asked for while a round runs are made by one round after it; a check round that cannot reach
+// Redis is made again until one does.
+func (w *watchdog) check() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (w *watchdog) close() {
@@ -165,8 +190,12 @@ func (w *watchdog) run() {
 	defer tick.Stop()
 	expiry := time.NewTimer(time.Hour)
 	expiry.Stop()
-	finished := make(chan struct{}, 1)
-	renewing := false
+	finished := make(chan bool, 1) // whether every batch of the round was answered
+	renewing, checking, checkNext := false, false, false
+	start := func(check bool) {
+		renewing, checking, checkNext = true, check, false
+		go func() { finished <- w.renew(ctx, check) }()
+	}
 	for {
 		select {
 		case <-w.stop:
@@ -178,14 +207,22 @@ func (w *watchdog) run() {
 		case <-tick.C:
 			w.arm(expiry) // holds confirmed since the last round
 			if !renewing {
-				renewing = true
-				go func() {
-					w.renew(ctx)
-					finished <- struct{}{}
-				}()
+				start(false)
 			}
-		case <-finished:
+		case <-w.kick:
+			if renewing {
+				checkNext = true // the round on its way may have been sent before the change
+			} else {
+				start(true)
+			}
+		case answered := <-finished:
 			renewing = false
+			if checking && !answered {
+				time.AfterFunc(resendBackoff, w.check) // until Redis answers
+			}
+			if checkNext {
+				start(true)
+			}
 			w.arm(expiry)
 		case <-expiry.C:
 			w.expire()
@@ -238,28 +275,35 @@ func (w *watchdog) expire() {
 type batchKey struct {
 	script *lua.Script
 	slot   uint16
+	fixed  bool
 }
 
-// renew renews every confirmed entry once. A batch that fails for a transient reason is tried again at
-// the next tick; meanwhile the expiry timer watches its entries' leases.
-func (w *watchdog) renew(ctx context.Context) {
+// renew renews every confirmed entry once, and with check, checks every fixed one (see check). A batch
+// that fails for a transient reason is tried again at the next tick (or check); meanwhile the expiry
+// timer watches its entries' leases. It reports whether every batch was answered.
+func (w *watchdog) renew(ctx context.Context, check bool) bool {
 	w.mu.Lock()
 	groups := make(map[batchKey][]*entry)
 	for e := range w.set {
-		if e.confirmed && !e.frozen {
-			k := batchKey{e.spec.script, e.slot}
+		if (e.confirmed && !e.frozen) || (check && e.fixed) {
+			k := batchKey{e.spec.script, e.slot, e.fixed}
 			groups[k] = append(groups[k], e)
 		}
 	}
 	w.mu.Unlock()
 	if len(groups) == 0 {
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.ttl/3)
 	defer cancel()
-	ttl := strconv.FormatInt(w.ttl.Milliseconds(), 10)
+	renewTTL := strconv.FormatInt(w.ttl.Milliseconds(), 10)
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for k, entries := range groups {
+		ttl := renewTTL
+		if k.fixed {
+			ttl = "0" // look, do not touch
+		}
 		for len(entries) > 0 {
 			n, args := 1, len(entries[0].spec.args)
 			for n < min(len(entries), maxBatch) && args+len(entries[n].spec.args) <= maxBatchArgs {
@@ -271,14 +315,19 @@ func (w *watchdog) renew(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w.renewBatch(ctx, k.script, ttl, batch)
+				if !w.renewBatch(ctx, k.script, ttl, batch, check) {
+					failed.Store(true)
+				}
 			}()
 		}
 	}
 	wg.Wait()
+	return !failed.Load()
 }
 
-func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry) {
+// renewBatch renews batch (checks it, with ttl "0"), and reports whether Redis answered; check says
+// why it was sent, for the cause of what it finds lost.
+func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry, check bool) bool {
 	keys := make([]string, 0, len(batch)*len(batch[0].spec.keys))
 	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.keys))
 	args[0] = ttl
@@ -290,7 +339,7 @@ func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 	// connection once) send re-sends it at once, within the round. The lease counts from the send
 	// that was answered, which is no later than this.
 	sent := time.Now()
-	res, err := w.exec(ctx, script, keys, args, w.ttl/3).AsIntSlice()
+	res, err := w.exec(ctx, script, keys, args, ttl != "0", w.ttl/3).AsIntSlice() // a check writes nothing to acknowledge
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
 	}
@@ -303,6 +352,9 @@ func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 		switch {
 		case err != nil: // transient: the expiry timer ends the hold unless a renewal comes in time
 		case res[i] == 1:
+			if e.fixed {
+				break
+			}
 			if v := sent.Add(w.ttl - Drift(w.ttl)); v.After(e.valid) {
 				e.valid = v
 			}
@@ -312,10 +364,15 @@ func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 		}
 	}
 	w.mu.Unlock()
-	for _, e := range lost {
-		e.lost.lost(fmt.Errorf("%w: renewal found it gone", ErrLost))
+	cause := fmt.Errorf("%w: renewal found it gone", ErrLost)
+	if check {
+		cause = fmt.Errorf("%w: gone after a reconnect (the server restarted or failed over without it)", ErrLost)
 	}
-	if err != nil && w.failed != nil && !errors.Is(ctx.Err(), context.Canceled) { // not closing
+	for _, e := range lost {
+		e.lost.lost(cause)
+	}
+	if err != nil && w.failed != nil && !errors.Is(ctx.Err(), context.Canceled) && !batch[0].fixed { // not closing
 		w.failed(batch, err)
 	}
+	return err == nil
 }

@@ -32,7 +32,7 @@ func TestWatchdogBatches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
 			batches := map[string]int{} // first key -> keys in the call
-			exec := func(_ context.Context, s *lua.Script, keys, args []string, _ time.Duration) rueidis.RedisResult {
+			exec := func(_ context.Context, s *lua.Script, keys, args []string, _ bool, _ time.Duration) rueidis.RedisResult {
 				mu.Lock()
 				defer mu.Unlock()
 				batches[keys[0]] = len(keys) // a failed call is re-sent: count each batch once
@@ -52,10 +52,10 @@ func TestWatchdogBatches(t *testing.T) {
 			defer w.close()
 			for i := 0; i < holds; i++ {
 				key := "lock-" + strconv.Itoa(i)
-				e := w.add(nil, renewal{script: script, keys: []string{key}, args: []string{"owner"}}, lostFunc(func(error) {}))
+				e := w.add(nil, renewal{script: script, keys: []string{key}, args: []string{"owner"}}, lostFunc(func(error) {}), false)
 				w.confirm(e, time.Now())
 			}
-			w.renew(context.Background())
+			w.renew(context.Background(), false)
 			renewed := 0
 			for _, n := range batches {
 				renewed += n

@@ -21,7 +21,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
 		entered := make(chan time.Time, 16)
-		stalled := func(ctx context.Context, _ *lua.Script, _, _ []string, _ time.Duration) rueidis.RedisResult {
+		stalled := func(ctx context.Context, _ *lua.Script, _, _ []string, _ bool, _ time.Duration) rueidis.RedisResult {
 			entered <- time.Now()
 			<-ctx.Done() // a stalled server: no reply before the round's own timeout
 			return rueidis.RedisResult{}
@@ -29,7 +29,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("extend.lua", "rlock_renew.lua")
-		other := w.add(nil, renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}))
+		other := w.add(nil, renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}), false)
 		w.confirm(other, time.Now())
 
 		lost := make(chan time.Time, 1)
@@ -37,7 +37,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		e := w.add(nil, renewal{script: script, keys: []string{"late"}, args: []string{"o"}}, lostFunc(func(err error) {
 			cause = err
 			lost <- time.Now()
-		}))
+		}), false)
 		// The hold's acquisition was sent just before the round began, and confirmed just after.
 		roundAt := <-entered
 		start := roundAt.Add(-20 * time.Millisecond)

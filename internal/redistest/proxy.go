@@ -36,8 +36,8 @@ const (
 	// gave up on it and went on.
 	Delay
 	// HoldReply forwards the command and holds back the server's reply until
-	// Fault.Release: the server has applied the command, and the client is
-	// still waiting for its answer. The connection stays up.
+	// Fault.Release, or Fault.Lose: the server has applied the command, and
+	// the client is still waiting for its answer. The connection stays up.
 	HoldReply
 )
 
@@ -126,10 +126,18 @@ type Fault struct {
 	upstream string // Delay: where to deliver it
 	release  chan struct{}
 	relOnce  sync.Once
+	lose     chan struct{}
+	loseOnce sync.Once
 }
 
 // Release lets a HoldReply fault's reply go on to the client.
 func (f *Fault) Release() { f.relOnce.Do(func() { close(f.release) }) }
+
+// Lose ends a HoldReply fault as LoseReply would have, later: the reply it
+// holds is dropped and its connection closed, so that something can happen
+// in the server between the command and the client's learning that its
+// answer is lost.
+func (f *Fault) Lose() { f.loseOnce.Do(func() { close(f.lose) }) }
 
 // Fired is closed once the fault has cut its connection (both sides are
 // closed by then), or for HoldReply once it holds the reply.
@@ -337,7 +345,7 @@ func Arm(r Rule, proxies ...*Proxy) *Fault {
 	if r.Channel == "" && r.Cut != LoseReply && r.Cut != LoseRequest && r.Cut != Delay && r.Cut != HoldReply {
 		panic(fmt.Sprintf("redistest: Arm: no Cut in %+v", r))
 	}
-	f := &Fault{rule: r, fired: make(chan struct{}), release: make(chan struct{})}
+	f := &Fault{rule: r, fired: make(chan struct{}), release: make(chan struct{}), lose: make(chan struct{})}
 	for _, p := range proxies {
 		p.mu.Lock()
 		p.faults = append(p.faults, f)
@@ -649,6 +657,9 @@ func (c *proxyConn) replies() {
 				answered.cut.fire(answered.args, &c.p.cuts)
 				select {
 				case <-answered.cut.release:
+				case <-answered.cut.lose:
+					c.cut(answered.cut, answered.args)
+					return
 				case <-c.done:
 					return
 				}
