@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -38,9 +39,7 @@ const groupKind = "group lock"
 // groupSpec is the group lock in Redis: its keys, its scripts, and how its waiters wait.
 var groupSpec = &core.Spec{
 	Kind: groupKind,
-	Keys: map[string]string{
-		"channel": "redisson_lock__channel", // Redisson's unlock messages
-	},
+	Keys: map[string]string{"channel": layout.Group.Channel},
 	Scripts: map[string]*lua.Script{
 		"acquire": lua.Load("grouplock_acquire.lua"),
 		"release": lua.Load("grouplock_release.lua"),

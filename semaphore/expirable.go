@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -67,7 +68,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 		return nil, core.Errorf(expirableKind, name, err)
 	}
 	e.leaseMs = ms
-	side := cc.SideKeys(name, ":timeout", "redisync_once:")
+	side := cc.SideKeys(name, layout.Expirable.Permits, layout.Memo)
 	e.keys = []string{name, side[0], channel(cc, name), side[1]}
 	return e, nil
 }

@@ -2,32 +2,51 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
-// The kinds of event, in the order of package redisync's EventKind values (1, 2, ...).
+// EventKind says what an Event reports (package redisync documents each kind).
+type EventKind uint8
+
+// The kinds of Event, and the fields each sets beside Primitive and Name.
 const (
-	evAcquired      = iota + 1 // an acquisition ended acquired: wait, handedOver, waited
-	evReleased                 // an acquisition was released by Unlock: held, ended
-	evLost                     // a hold ended without Unlock: held, cause, ended
-	evRenewalFailed            // a renewal round failed; the hold lives on until its lease may end: cause
-	evReconnected              // the notifier subscribed again after losing its subscriptions: channels
-	evAbandoned                // a held ctx was dropped without Unlock: held, ended
-	evWaiting                  // an acquisition's try failed and it waits for another
-	evNotAcquired              // an acquisition gave up at its wait bound: wait, waited
-	evFailed                   // an acquisition ended with an error: wait, waited, cause
-	evCountedDown              // a countdown latch was counted down
+	EventAcquired      EventKind = iota + 1 // an acquisition ended acquired: Wait, HandedOver, Waited
+	EventReleased                           // an acquisition was released by Unlock: Held, Ended
+	EventLost                               // a hold ended without Unlock: Held, Cause, Ended
+	EventRenewalFailed                      // a renewal round failed; the hold lives on until its lease may end: Cause
+	EventReconnected                        // the notifier subscribed again after losing its subscriptions: Channels only
+	EventAbandoned                          // a held ctx was dropped without Unlock: Held, Ended
+	EventWaiting                            // an acquisition's try failed and it waits for another
+	EventNotAcquired                        // an acquisition gave up at its wait bound: Wait, Waited
+	EventFailed                             // an acquisition ended with an error: Wait, Waited, Cause
+	EventCountedDown                        // a countdown latch was counted down
 )
 
-// event is one thing a Client reports to Config.Events, field by field: package redisync's Event
-// (whose fields these are) is the public face. Passed by value, it allocates nothing.
-type event struct {
-	kind               uint8
-	primitive, name    string // "" for evReconnected
-	wait, held         time.Duration
-	handedOver, waited bool
-	cause              error
-	channels, ended    int
+var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned",
+	"waiting", "not acquired", "failed", "counted down"}
+
+// String returns the kind in words: "acquired", "released", ...
+func (k EventKind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one thing that happened to an object of a Client, as Config.Events receives it and
+// package redisync hands it out (its Event is this type). Only the fields its Kind names are set.
+// Passed by value, it allocates nothing.
+type Event struct {
+	Kind            EventKind
+	Primitive, Name string        // the object's kind (its errors' words) and name; "" for EventReconnected
+	Wait            time.Duration // from the acquiring call to its end
+	Held            time.Duration // from the (earliest) acquisition to its end
+	HandedOver      bool          // the releasing holder handed the object over to this waiter
+	Cause           error         // why a hold ended, a renewal or an acquisition failed
+	Channels        int           // the channels subscribed again
+	Waited          bool          // EventWaiting came first
+	Ended           int           // the acquisitions it ends
 }
 
 // epoch is what acquisition times are measured from: a monotonic reading in 8 bytes.
@@ -38,15 +57,15 @@ func since(at time.Duration) time.Duration { return time.Since(epoch) - at }
 // observed reports whether anyone receives events.
 func (c *Client) observed() bool { return c.cfg.Events != nil }
 
-func (c *Client) emit(e event) {
+func (c *Client) emit(e Event) {
 	if f := c.cfg.Events; f != nil {
-		f(e.kind, e.primitive, e.name, e.wait, e.held, e.handedOver, e.waited, e.cause, e.channels, e.ended)
+		f(e)
 	}
 }
 
 // CountedDown reports that the countdown latch name was counted down.
 func (c *Client) CountedDown(kind, name string) {
-	c.emit(event{kind: evCountedDown, primitive: kind, name: name})
+	c.emit(Event{Kind: EventCountedDown, Primitive: kind, Name: name})
 }
 
 // acquiring measures one acquisition while events are observed: from the call to its end, whether
@@ -78,7 +97,7 @@ func (c *Client) observe(kind, name string, w *Wait) *acquiring {
 func (m *acquiring) waiting() {
 	if m != nil && !m.waited {
 		m.waited = true
-		m.c.emit(event{kind: evWaiting, primitive: m.kind, name: m.name})
+		m.c.emit(Event{Kind: EventWaiting, Primitive: m.kind, Name: m.name})
 	}
 }
 
@@ -88,14 +107,14 @@ func (m *acquiring) done(err error) {
 	if m == nil {
 		return
 	}
-	e := event{primitive: m.kind, name: m.name, wait: time.Since(m.start), waited: m.waited}
+	e := Event{Primitive: m.kind, Name: m.name, Wait: time.Since(m.start), Waited: m.waited}
 	switch {
 	case err == nil:
-		e.kind, e.handedOver = evAcquired, m.grants != nil && m.grants.claimed
+		e.Kind, e.HandedOver = EventAcquired, m.grants != nil && m.grants.claimed
 	case errors.Is(err, ErrNotAcquired):
-		e.kind = evNotAcquired
+		e.Kind = EventNotAcquired
 	default:
-		e.kind, e.cause = evFailed, err
+		e.Kind, e.Cause = EventFailed, err
 	}
 	m.c.emit(e)
 }
@@ -122,7 +141,7 @@ func (h *hold) stamp(a *acq) {
 // released reports that Unlock released a.
 func (h *hold) released(a *acq) {
 	if h.c.observed() {
-		h.c.emit(event{kind: evReleased, primitive: h.kind, name: h.name, held: since(a.at), ended: 1})
+		h.c.emit(Event{Kind: EventReleased, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: 1})
 	}
 }
 
@@ -135,7 +154,7 @@ func (h *hold) ended(all []*acq, cause error) {
 		h.c.cfg.logger().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.field, "cause", cause)
 	}
 	if h.c.observed() {
-		h.c.emit(event{kind: evLost, primitive: h.kind, name: h.name, held: since(all[0].at), cause: cause, ended: len(all)})
+		h.c.emit(Event{Kind: EventLost, Primitive: h.kind, Name: h.name, Held: since(all[0].at), Cause: cause, Ended: len(all)})
 	}
 }
 
@@ -147,7 +166,7 @@ func (h *hold) abandonedEvent(a *acq, kept bool) {
 		if kept {
 			n = 0
 		}
-		h.c.emit(event{kind: evAbandoned, primitive: h.kind, name: h.name, held: since(a.at), ended: n})
+		h.c.emit(Event{Kind: EventAbandoned, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: n})
 	}
 }
 
@@ -163,12 +182,12 @@ func (c *Client) renewalFailed(batch []*entry, err error) {
 	for _, e := range batch {
 		failed[e] = true
 	}
-	var events []event
+	var events []Event
 	c.mu.Lock()
 	for _, h := range c.holds { // rare: a failed round; a scan beats an index kept for it
 		h.mu.Lock()
 		if h.entry != nil && failed[h.entry] {
-			events = append(events, event{kind: evRenewalFailed, primitive: h.kind, name: h.name, cause: err})
+			events = append(events, Event{Kind: EventRenewalFailed, Primitive: h.kind, Name: h.name, Cause: err})
 		}
 		h.mu.Unlock()
 	}
@@ -186,5 +205,5 @@ func (c *Client) reconnected(channels int) {
 	c.watchdog.check()
 	c.cfg.logger().Info("redisync: notifier subscribed again after losing its subscriptions; waiters try again",
 		"channels", channels)
-	c.emit(event{kind: evReconnected, channels: channels})
+	c.emit(Event{Kind: EventReconnected, Channels: channels})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -192,7 +193,7 @@ func (s *Spec) resolve() *specPlan {
 		if p.scripts[sTry].s == nil {
 			p.scripts[sTry] = p.scripts[sAcquire]
 		}
-		p.forms = []string{"redisync_once:"}
+		p.forms = []string{layout.Memo}
 		for _, k := range p.keys[2:] {
 			p.forms = append(p.forms, s.Keys[k])
 		}
