@@ -7,6 +7,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -144,7 +145,7 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 // overrun by a command in flight when the server stalls. New knows its own timeouts.
 func Wrap(rdb rueidis.Client, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, core.Invalid("client", "", "nil rueidis client")
+		return nil, errs.Invalid("client", "", "nil rueidis client")
 	}
 	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), opts)
 }
@@ -174,21 +175,21 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option
 	}
 	cfg := o.Config
 	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
-		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
+		return nil, errs.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
 	}
 	if cfg.ReplicaAck != 0 || cfg.ReplicaAckTimeout != 0 {
 		if cfg.ReplicaAck < 1 && cfg.ReplicaAck != AllReplicas {
-			return nil, core.Invalid("client", "", "replica acknowledgement by %d replicas: want at least 1, or AllReplicas", cfg.ReplicaAck)
+			return nil, errs.Invalid("client", "", "replica acknowledgement by %d replicas: want at least 1, or AllReplicas", cfg.ReplicaAck)
 		}
 		if cfg.ReplicaAckTimeout < time.Millisecond {
-			return nil, core.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
+			return nil, errs.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
 		}
 	}
 	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
 		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // the first replica (package doc)
 	}
 	if cfg.Recheck < 0 {
-		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
+		return nil, errs.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
 	}
 	c, err := core.New(rdb, owns, cfg)
 	if err != nil {

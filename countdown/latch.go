@@ -30,6 +30,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -81,12 +82,12 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 		return false, err
 	}
 	if n < 1 {
-		return false, core.Invalid(kind, l.name, "count %d: want at least 1", n)
+		return false, errs.Invalid(kind, l.name, "count %d: want at least 1", n)
 	}
 	rid := l.c.RequestID()
 	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Value("publish"), rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
 	return set == 1, nil
@@ -100,7 +101,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	}
 	rid := l.c.RequestID()
 	if err := l.c.Send(context.WithoutCancel(ctx), downScript, l.keys(), []string{l.c.Value("publish"), rid}).Error(); err != nil {
-		return core.Errorf(kind, l.name, err)
+		return errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
 	l.c.CountedDown(kind, l.name)
@@ -115,7 +116,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := l.count(ctx)
 	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
+		return 0, errs.Errorf(kind, l.name, err)
 	}
 	return n, nil
 }
@@ -137,7 +138,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	rid := l.c.RequestID()
 	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.Value("publish"), rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
 	return n == 1, nil
@@ -160,7 +161,7 @@ func (l *Latch) Await(ctx context.Context) error { return l.await(ctx, -1) }
 // error.
 func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 	if wait < 0 {
-		return core.Invalid(kind, l.name, "negative wait %v", wait)
+		return errs.Invalid(kind, l.name, "negative wait %v", wait)
 	}
 	return l.await(ctx, wait)
 }
@@ -182,7 +183,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) error {
 		Tries:  &check{l: l, ctx: ctx, stop: stop},
 	})
 	if err != nil {
-		return core.Errorf(kind, l.name, err)
+		return errs.Errorf(kind, l.name, err)
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func (c *check) Undo(context.Context, bool) {}
 
 func (l *Latch) check(ctx context.Context) error {
 	if ctx == nil {
-		return core.Invalid(kind, l.name, "nil context")
+		return errs.Invalid(kind, l.name, "nil context")
 	}
 	return nil
 }

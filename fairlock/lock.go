@@ -27,6 +27,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -113,7 +114,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 		opt(&o)
 	}
 	if o.slot < 0 || (o.slot > 0 && o.slot < 30*time.Millisecond) {
-		return nil, core.Invalid(spec.Kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
+		return nil, errs.Invalid(spec.Kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
 	}
 	if o.slot == 0 {
 		o.slot = DefaultSlot
@@ -210,12 +211,12 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
 	if ctx == nil {
-		return 0, core.Invalid(spec.Kind, l.l.Name(), "nil context")
+		return 0, errs.Invalid(spec.Kind, l.l.Name(), "nil context")
 	}
 	c, name := l.c, l.l.Name()
 	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed("redisson_lock_queue", name)}, nil).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
+		return 0, errs.Errorf(spec.Kind, l.l.Name(), err)
 	}
 	return int(n), nil
 }

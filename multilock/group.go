@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -87,7 +88,7 @@ func NewGroup(c *redisync.Client, group string, values []string, opts ...GroupOp
 		opt(&o)
 	}
 	if len(values) == 0 {
-		return nil, core.Invalid(groupKind, group, "no values")
+		return nil, errs.Invalid(groupKind, group, "no values")
 	}
 	fields := make([]string, len(values))
 	for i, v := range values {
@@ -185,7 +186,7 @@ func (g *Group) IsLocked(ctx context.Context) (bool, error) { return g.state(ctx
 // isHeldByCurrentThread). Like Unlock, it answers even when ctx has ended.
 func (g *Group) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(groupKind, g.Name(), "nil context")
+		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
 	owner, ok := core.OwnerID(ctx)
 	if !ok {
@@ -198,7 +199,7 @@ func (g *Group) IsHeld(ctx context.Context) (bool, error) {
 // holds every value of the Group (Redisson's isHeldByThread, an owner id standing for the thread id).
 func (g *Group) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(groupKind, g.Name(), "nil context")
+		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
 	return g.state(ctx, g.c.Value("client")+":"+strconv.FormatInt(owner, 10))
 }
@@ -206,12 +207,12 @@ func (g *Group) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 // state runs the state script for owner ("": anyone).
 func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(groupKind, g.Name(), "nil context")
+		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
 	args := append([]string{owner}, g.fields...)
 	n, err := g.c.QueryScript(ctx, groupState, []string{g.Name()}, args).AsInt64()
 	if err != nil {
-		return false, core.Errorf(groupKind, g.Name(), err)
+		return false, errs.Errorf(groupKind, g.Name(), err)
 	}
 	return n == 1, nil
 }

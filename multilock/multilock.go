@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // Locker is an exclusive lock that a MultiLock or RedLock combines: rlock.Lock, spinlock.Lock,
@@ -116,13 +117,13 @@ func check(kind string, locks []Locker) ([]Locker, string, error) {
 	names := make([]string, len(locks))
 	for i, l := range locks {
 		if l == nil {
-			return nil, "", core.Invalid(kind, "", "nil lock at %d", i)
+			return nil, "", errs.Invalid(kind, "", "nil lock at %d", i)
 		}
 		names[i] = l.Name()
 	}
 	name := strings.Join(names, ",")
 	if len(locks) == 0 {
-		return nil, "", core.Invalid(kind, name, "no locks")
+		return nil, "", errs.Invalid(kind, name, "no locks")
 	}
 	return slices.Clone(locks), name, nil
 }
@@ -141,7 +142,7 @@ func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 // it has not held every sub-lock at once within wait; with wait 0 it tries each once.
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
+		return nil, errs.Invalid(multiKind, m.name, "negative wait %v", wait)
 	}
 	return m.acquire(ctx, wait, ownLease)
 }
@@ -160,7 +161,7 @@ func (m *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.C
 // unit)): see LockFor.
 func (m *MultiLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
+		return nil, errs.Invalid(multiKind, m.name, "negative wait %v", wait)
 	}
 	if err := checkLease(multiKind, m.name, lease); err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ const ownLease = -1
 // checkLease refuses a negative lease.
 func checkLease(kind, name string, lease time.Duration) error {
 	if lease < 0 {
-		return core.Invalid(kind, name, "negative lease %v", lease)
+		return errs.Invalid(kind, name, "negative lease %v", lease)
 	}
 	return nil
 }
@@ -194,7 +195,7 @@ func lockSub(ctx context.Context, l Locker, wait, lease time.Duration) (context.
 
 func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
-		return nil, core.Invalid(multiKind, m.name, "nil context")
+		return nil, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	if _, ok := core.OwnerID(ctx); !ok {
 		ctx = core.WithNewOwner(ctx)
@@ -227,7 +228,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 				continue
 			}
 			c, err := lockSub(reentering(ctx, m, l), l, 0, lease)
-			if errors.Is(err, core.ErrNotAcquired) {
+			if errors.Is(err, errs.ErrNotAcquired) {
 				busy = i
 				break
 			}
@@ -241,7 +242,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 			end, first := earliest(ctx, held)
 			var lost error
 			if first != nil {
-				lost = m.err(fmt.Errorf("%w: the lease of %s ended", core.ErrLost, first.Name()))
+				lost = m.err(fmt.Errorf("%w: the lease of %s ended", errs.ErrLost, first.Name()))
 			}
 			return newHold(m, multiKind, m.name, ctx, unfollow, held, len(held), end, lost), nil
 		}
@@ -251,7 +252,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 		}
 		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
 			unfollow()
-			return nil, m.err(core.ErrNotAcquired)
+			return nil, m.err(errs.ErrNotAcquired)
 		}
 		first = busy
 	}
@@ -283,11 +284,11 @@ func earliest(parent context.Context, subs []*sub) (time.Time, Locker) {
 // sub-lock whose release fails is named in the error and Unlock may be called again for it.
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if ctx == nil {
-		return core.Invalid(multiKind, m.name, "nil context")
+		return errs.Invalid(multiKind, m.name, "nil context")
 	}
 	h := holdOf(ctx, m)
 	if h == nil {
-		return m.err(core.ErrNotHeld)
+		return m.err(errs.ErrNotHeld)
 	}
 	return h.unlock()
 }
@@ -298,7 +299,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 // answers even when ctx has ended.
 func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := isHeld(ctx, m, m.locks, len(m.locks))
 	if err != nil {
@@ -311,7 +312,7 @@ func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 // sub-lock, asking each of them (Redisson's isHeldByThread).
 func (m *MultiLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := isHeldBy(ctx, m.locks, owner, len(m.locks))
 	if err != nil {
@@ -324,7 +325,7 @@ func (m *MultiLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 // would have to wait now. (Redisson's MultiLock does not offer it.)
 func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := isLocked(ctx, m.locks, len(m.locks))
 	if err != nil {
@@ -339,7 +340,7 @@ func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
 // (Redisson's MultiLock does not offer it.)
 func (m *MultiLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := forceUnlock(ctx, m.locks)
 	if err != nil {
@@ -356,4 +357,4 @@ func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) 
 	return core.Locked(ctx, m.Lock, m.Unlock, fn)
 }
 
-func (m *MultiLock) err(err error) error { return core.Errorf(multiKind, m.name, err) }
+func (m *MultiLock) err(err error) error { return errs.Errorf(multiKind, m.name, err) }

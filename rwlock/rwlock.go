@@ -34,6 +34,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // ErrUpgrade: an owner that holds the read lock asked for the write lock. Upgrading is refused at
@@ -47,7 +48,7 @@ func (upgradeError) Error() string {
 	return "redisync: the owner holds the read lock, which is never upgraded to the write lock"
 }
 
-func (upgradeError) Is(target error) bool { return target == core.ErrAlreadyHeld }
+func (upgradeError) Is(target error) bool { return target == errs.ErrAlreadyHeld }
 
 const kind = "read-write lock"
 
@@ -94,7 +95,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	}
 	cc := core.Of(c)
 	if cc == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+		return nil, errs.Invalid(kind, name, "nil client")
 	}
 	// A reader that prefers writers lets announced ones go first; a writer announces itself for
 	// twice the recheck interval, renewed at each try.

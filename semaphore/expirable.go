@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -64,7 +65,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 	e := &Expirable{c: cc, name: name, lease: o.lease}
 	ms, err := leaseMs(e.lease)
 	if err != nil {
-		return nil, core.Errorf(expirableKind, name, err)
+		return nil, errs.Errorf(expirableKind, name, err)
 	}
 	e.leaseMs = ms
 	side := cc.SideKeys(name, ":timeout", "redisync_once:")
@@ -75,10 +76,10 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 // leaseMs checks a lease and turns it into the scripts' milliseconds ("0": never expires).
 func leaseMs(d time.Duration) (string, error) {
 	if d < 0 {
-		return "", fmt.Errorf("%w: negative lease %v", core.ErrInvalidArgument, d)
+		return "", fmt.Errorf("%w: negative lease %v", errs.ErrInvalidArgument, d)
 	}
 	if d > 0 && d < time.Millisecond {
-		return "", fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", core.ErrInvalidArgument, d)
+		return "", fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", errs.ErrInvalidArgument, d)
 	}
 	return strconv.FormatInt(d.Milliseconds(), 10), nil
 }
@@ -100,7 +101,7 @@ func (e *Expirable) Acquire(ctx context.Context, n int64) ([]string, error) {
 // not taken within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier.
 func (e *Expirable) TryAcquire(ctx context.Context, n int64, wait time.Duration) ([]string, error) {
 	if wait < 0 {
-		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
+		return nil, errs.Invalid(expirableKind, e.name, "negative wait %v", wait)
 	}
 	return e.acquire(ctx, n, wait, e.leaseMs)
 }
@@ -111,7 +112,7 @@ func (e *Expirable) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 func (e *Expirable) AcquireFor(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
 	ms, err := leaseMs(lease)
 	if err != nil {
-		return nil, core.Errorf(expirableKind, e.name, err)
+		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	return e.acquire(ctx, n, -1, ms)
 }
@@ -120,11 +121,11 @@ func (e *Expirable) AcquireFor(ctx context.Context, n int64, lease time.Duration
 // tryAcquire(permits, waitTime, leaseTime, unit)): see AcquireFor.
 func (e *Expirable) TryAcquireFor(ctx context.Context, n int64, wait, lease time.Duration) ([]string, error) {
 	if wait < 0 {
-		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
+		return nil, errs.Invalid(expirableKind, e.name, "negative wait %v", wait)
 	}
 	ms, err := leaseMs(lease)
 	if err != nil {
-		return nil, core.Errorf(expirableKind, e.name, err)
+		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	return e.acquire(ctx, n, wait, ms)
 }
@@ -132,10 +133,10 @@ func (e *Expirable) TryAcquireFor(ctx context.Context, n int64, wait, lease time
 // acquire takes n permits with a lease of leaseMs, waiting at most wait (< 0: without bound).
 func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, leaseMs string) ([]string, error) {
 	if ctx == nil {
-		return nil, core.Invalid(expirableKind, e.name, "nil context")
+		return nil, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if n < 0 || n > MaxAcquire {
-		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
+		return nil, errs.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
 	}
 	if n == 0 {
 		err := context.Cause(ctx)
@@ -143,7 +144,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 			err = e.c.Closed()
 		}
 		if err != nil {
-			return nil, core.Errorf(expirableKind, e.name, err)
+			return nil, errs.Errorf(expirableKind, e.name, err)
 		}
 		return []string{}, nil
 	}
@@ -156,7 +157,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 	}
 	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), leaseMs}, ids...)
 	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
-		return nil, core.Errorf(expirableKind, e.name, err)
+		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	for i, id := range ids {
 		ids[i] = hex.EncodeToString([]byte(id))
@@ -183,7 +184,7 @@ func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, er
 	case 1:
 		return true, 0, notReplicated // Acquire gives it back when it was not replicated
 	case 2:
-		return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, a.n, res[1])
+		return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", errs.ErrInvalidArgument, a.n, res[1])
 	}
 	// Wait at most until the earliest lease ends; a millisecond more, so that it has.
 	return false, retryIn(res[1]), nil
@@ -207,15 +208,15 @@ func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context
 		if ids, err = e.Acquire(ctx, n); err != nil || e.lease == 0 {
 			return ctx, err
 		}
-		lost := core.Errorf(expirableKind, e.name, fmt.Errorf("%w: lease of %v ended", core.ErrLost, e.lease))
+		lost := errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: lease of %v ended", errs.ErrLost, e.lease))
 		ctx, stop = context.WithDeadlineCause(ctx, start.Add(e.lease-core.Drift(e.lease)), lost)
 		return ctx, nil
 	}
 	release := func(held context.Context) error {
-		lost := errors.Is(context.Cause(held), core.ErrLost)
+		lost := errors.Is(context.Cause(held), errs.ErrLost)
 		stop()
 		err := e.Release(held, ids...)
-		if lost && errors.Is(err, core.ErrNotHeld) {
+		if lost && errors.Is(err, errs.ErrNotHeld) {
 			return nil // back in the pool already: Do returns the loss
 		}
 		return err
@@ -229,11 +230,11 @@ func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context
 // does nothing and sends nothing.
 func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	if ctx == nil {
-		return core.Invalid(expirableKind, e.name, "nil context")
+		return errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
 		if err := e.c.Closed(); err != nil {
-			return core.Errorf(expirableKind, e.name, err)
+			return errs.Errorf(expirableKind, e.name, err)
 		}
 		return nil
 	}
@@ -242,20 +243,20 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	for i, id := range ids {
 		r, err := decodeID(id)
 		if err != nil {
-			return core.Errorf(expirableKind, e.name, err)
+			return errs.Errorf(expirableKind, e.name, err)
 		}
 		if seen[r] {
-			return core.Invalid(expirableKind, e.name, "permit %s listed twice", id)
+			return errs.Invalid(expirableKind, e.name, "permit %s listed twice", id)
 		}
 		seen[r] = true
 		raw[i] = r
 	}
 	bad, err := e.release(context.WithoutCancel(ctx), raw)
 	if err != nil {
-		return core.Errorf(expirableKind, e.name, err)
+		return errs.Errorf(expirableKind, e.name, err)
 	}
 	if bad > 0 {
-		return core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, ids[bad-1]))
+		return errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", errs.ErrNotHeld, ids[bad-1]))
 	}
 	return nil
 }
@@ -265,7 +266,7 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 // nothing and reports true.
 func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error) {
 	err := e.Release(ctx, ids...)
-	if errors.Is(err, core.ErrNotHeld) {
+	if errors.Is(err, errs.ErrNotHeld) {
 		return false, nil
 	}
 	return err == nil, err
@@ -290,10 +291,10 @@ func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
 // released, or it never existed).
 func (e *Expirable) UpdateLease(ctx context.Context, id string, d time.Duration) error {
 	if ctx == nil {
-		return core.Invalid(expirableKind, e.name, "nil context")
+		return errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if err := e.updateLease(ctx, id, d); err != nil {
-		return core.Errorf(expirableKind, e.name, err)
+		return errs.Errorf(expirableKind, e.name, err)
 	}
 	return nil
 }
@@ -316,7 +317,7 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id)
+		return fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", errs.ErrNotHeld, id)
 	}
 	return nil
 }
@@ -327,18 +328,18 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 // existed).
 func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, error) {
 	if ctx == nil {
-		return 0, core.Invalid(expirableKind, e.name, "nil context")
+		return 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	raw, err := decodeID(id)
 	if err != nil {
-		return 0, core.Errorf(expirableKind, e.name, err)
+		return 0, errs.Errorf(expirableKind, e.name, err)
 	}
 	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.Value("publish"), "", raw}).AsInt64()
 	switch {
 	case err != nil:
-		return 0, core.Errorf(expirableKind, e.name, err)
+		return 0, errs.Errorf(expirableKind, e.name, err)
 	case ms == -2:
-		return 0, core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id))
+		return 0, errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", errs.ErrNotHeld, id))
 	case ms < 0:
 		return -1, nil
 	}
@@ -349,7 +350,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, er
 func decodeID(id string) (string, error) {
 	b, err := hex.DecodeString(id)
 	if err != nil || len(b) != 16 {
-		return "", fmt.Errorf("%w: permit id %q: want 32 hex digits", core.ErrInvalidArgument, id)
+		return "", fmt.Errorf("%w: permit id %q: want 32 hex digits", errs.ErrInvalidArgument, id)
 	}
 	return string(b), nil
 }
@@ -375,11 +376,11 @@ func (e *Expirable) Permits(ctx context.Context) (int64, error) {
 
 func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error) {
 	if ctx == nil {
-		return 0, 0, core.Invalid(expirableKind, e.name, "nil context")
+		return 0, 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.Value("publish"), ""}).AsIntSlice()
 	if err != nil {
-		return 0, 0, core.Errorf(expirableKind, e.name, err)
+		return 0, 0, errs.Errorf(expirableKind, e.name, err)
 	}
 	return res[0], res[1], nil
 }
@@ -388,7 +389,7 @@ func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error
 // which may be negative until enough are released. Waiters are woken when the count allows.
 func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
-		return core.Invalid(expirableKind, e.name, "negative permits %d", n)
+		return errs.Invalid(expirableKind, e.name, "negative permits %d", n)
 	}
 	_, err := e.adjust(ctx, "set", n)
 	return err
@@ -398,7 +399,7 @@ func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
 // was, or it was deleted or its TTL ended. It reports whether it set them.
 func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
-		return false, core.Invalid(expirableKind, e.name, "negative permits %d", n)
+		return false, errs.Invalid(expirableKind, e.name, "negative permits %d", n)
 	}
 	ok, err := e.adjust(ctx, "tryset", n)
 	return ok == 1, err
@@ -408,7 +409,7 @@ func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // n == 0 is refused: it would only create the key, which makes TrySetPermits fail.
 func (e *Expirable) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
-		return core.Invalid(expirableKind, e.name, "adding 0 permits")
+		return errs.Invalid(expirableKind, e.name, "adding 0 permits")
 	}
 	_, err := e.adjust(ctx, "add", n)
 	return err
@@ -416,12 +417,12 @@ func (e *Expirable) AddPermits(ctx context.Context, n int64) error {
 
 func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, error) {
 	if ctx == nil {
-		return 0, core.Invalid(expirableKind, e.name, "nil context")
+		return 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
 	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.Value("publish"), rid, itoa(n)}).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(expirableKind, e.name, err)
+		return 0, errs.Errorf(expirableKind, e.name, err)
 	}
 	e.c.DeleteLater(e.keys[3] + rid)
 	return res, nil
@@ -432,12 +433,12 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 // end with it: releasing them answers redisync.ErrNotHeld. As in Redisson, nobody is told.
 func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(expirableKind, e.name, "nil context")
+		return false, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
 	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.Value("publish"), rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(expirableKind, e.name, err)
+		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	e.c.DeleteLater(e.keys[3] + rid)
 	return n > 0, nil
@@ -448,15 +449,15 @@ func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 // TTL that is left.
 func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(expirableKind, e.name, "nil context")
+		return false, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if err := checkTTL(ttl); err != nil {
-		return false, core.Errorf(expirableKind, e.name, err)
+		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.Value("publish"), "", ms}).AsBool()
 	if err != nil {
-		return false, core.Errorf(expirableKind, e.name, err)
+		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	return ok, nil
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -117,7 +118,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // Expire gives it another TTL. ttl must be at least a millisecond.
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
 	if err := checkTTL(ttl); err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	return s.trySet(ctx, n, ttl)
 }
@@ -130,7 +131,7 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 	args := []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), itoa(ttl.Milliseconds()), rid}
 	ok, err := s.c.Send(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + rid)
 	return ok, nil
@@ -141,10 +142,10 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 // refused: it would only create the key, which makes TrySetPermits fail.
 func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if ctx == nil {
-		return core.Invalid(kind, s.name, "nil context")
+		return errs.Invalid(kind, s.name, "nil context")
 	}
 	if n == 0 {
-		return core.Invalid(kind, s.name, "adding 0 permits")
+		return errs.Invalid(kind, s.name, "adding 0 permits")
 	}
 	return s.add(ctx, n)
 }
@@ -166,7 +167,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // not taken within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) error {
 	if wait < 0 {
-		return core.Invalid(kind, s.name, "negative wait %v", wait)
+		return errs.Invalid(kind, s.name, "negative wait %v", wait)
 	}
 	return s.acquire(ctx, n, wait)
 }
@@ -177,7 +178,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	}
 	if n == 0 {
 		if err := context.Cause(ctx); err != nil {
-			return core.Errorf(kind, s.name, err)
+			return errs.Errorf(kind, s.name, err)
 		}
 		return nil
 	}
@@ -194,7 +195,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 		if member, rid := a.args[argRecord], a.args[argRid]; member != "" {
 			s.forget(core.Overtime, member, rid)
 		}
-		return core.Errorf(kind, s.name, err)
+		return errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + a.args[argRid]) // the try's memo
 	return nil
@@ -334,7 +335,7 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 		return false, nil
 	}
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	return true, nil
 }
@@ -345,12 +346,12 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 // tracked: a Release adds them to a new count (ReleaseIfExists does not).
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, s.name, "nil context")
+		return false, errs.Invalid(kind, s.name, "nil context")
 	}
 	rid := s.c.RequestID()
 	ok, err := s.c.Send(ctx, deleteScript, s.keys[:], []string{rid}).AsBool()
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + rid)
 	return ok, nil
@@ -360,14 +361,14 @@ func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 // (a semaphore that was never set has nothing to expire). ttl must be at least a millisecond.
 func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, s.name, "nil context")
+		return false, errs.Invalid(kind, s.name, "nil context")
 	}
 	if err := checkTTL(ttl); err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	ok, err := s.c.Send(ctx, expireScript, []string{s.name}, []string{itoa(ttl.Milliseconds())}).AsBool()
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	return ok, nil
 }
@@ -376,7 +377,7 @@ func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 // none (PEXPIRE would delete the key at once).
 func checkTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: time to live %v: want at least 1ms", core.ErrInvalidArgument, ttl)
+		return fmt.Errorf("%w: time to live %v: want at least 1ms", errs.ErrInvalidArgument, ttl)
 	}
 	return nil
 }
@@ -385,11 +386,11 @@ func checkTTL(ttl time.Duration) error {
 // more than were available.
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if ctx == nil {
-		return 0, core.Invalid(kind, s.name, "nil context")
+		return 0, errs.Invalid(kind, s.name, "nil context")
 	}
 	n, err := s.c.QueryScript(ctx, countScript, []string{s.name}, nil).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
-		return 0, core.Errorf(kind, s.name, err)
+		return 0, errs.Errorf(kind, s.name, err)
 	}
 	return n, nil
 }
@@ -399,12 +400,12 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // the negative count is what Drain returns.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if ctx == nil {
-		return 0, core.Invalid(kind, s.name, "nil context")
+		return 0, errs.Invalid(kind, s.name, "nil context")
 	}
 	rid := s.c.RequestID()
 	n, err := s.c.Send(ctx, drainScript, []string{s.name, s.keys[6]}, []string{rid}).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(kind, s.name, err)
+		return 0, errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + rid)
 	return n, nil
@@ -422,13 +423,13 @@ func (s *Semaphore) Do(ctx context.Context, n int64, fn func(ctx context.Context
 // (those that would send nothing too).
 func (s *Semaphore) check(ctx context.Context, n, least int64) error {
 	if ctx == nil {
-		return core.Invalid(kind, s.name, "nil context")
+		return errs.Invalid(kind, s.name, "nil context")
 	}
 	if n < least {
-		return core.Invalid(kind, s.name, "%d permits: want at least %d", n, least)
+		return errs.Invalid(kind, s.name, "%d permits: want at least %d", n, least)
 	}
 	if err := s.c.Closed(); err != nil {
-		return core.Errorf(kind, s.name, err)
+		return errs.Errorf(kind, s.name, err)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -92,7 +93,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	}
 	var err error
 	if o.Backoff, err = policy(o.backoff); err != nil {
-		return nil, core.Invalid(spec.Kind, name, "%v", err)
+		return nil, errs.Invalid(spec.Kind, name, "%v", err)
 	}
 	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
 	if err != nil {

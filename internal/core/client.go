@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -167,7 +168,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.watchdog.close()
 	for _, h := range all {
-		h.end(ErrClosed)
+		h.end(errs.ErrClosed)
 	}
 	c.notifier.Close()
 	c.closeDeletes()
@@ -194,7 +195,7 @@ func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
 // no-op, such as releasing 0 permits) answers after Close, as every other call does.
 func (c *Client) Closed() error {
 	if c.isClosed() {
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	return nil
 }

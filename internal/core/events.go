@@ -3,6 +3,8 @@ package core
 import (
 	"errors"
 	"time"
+
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // The kinds of event, in the order of package redisync's EventKind values (1, 2, ...).
@@ -92,7 +94,7 @@ func (m *acquiring) done(err error) {
 	switch {
 	case err == nil:
 		e.kind, e.handedOver = evAcquired, m.grants != nil && m.grants.claimed
-	case errors.Is(err, ErrNotAcquired):
+	case errors.Is(err, errs.ErrNotAcquired):
 		e.kind = evNotAcquired
 	default:
 		e.kind, e.cause = evFailed, err
@@ -131,7 +133,7 @@ func (h *hold) ended(all []*acq, cause error) {
 	if len(all) == 0 {
 		return
 	}
-	if !errors.Is(cause, ErrClosed) {
+	if !errors.Is(cause, errs.ErrClosed) {
 		h.c.cfg.logger().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.field, "cause", cause)
 	}
 	if h.c.observed() {

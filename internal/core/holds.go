@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // Holds: this client's record of what each owner holds.
@@ -189,7 +191,7 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, 0, 0, ErrClosed
+			return nil, 0, 0, errs.ErrClosed
 		}
 		h := c.holds[id]
 		if h == nil {
@@ -222,7 +224,7 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 		turn := h.turn
 		h.mu.Unlock()
 		if wait == 0 {
-			return nil, 0, 0, ErrNotAcquired
+			return nil, 0, 0, errs.ErrNotAcquired
 		}
 		if wait > 0 && timeout == nil {
 			deadline = time.Now().Add(wait)
@@ -233,11 +235,11 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 		select {
 		case <-turn:
 		case <-timeout:
-			return nil, 0, 0, ErrNotAcquired
+			return nil, 0, 0, errs.ErrNotAcquired
 		case <-ctx.Done():
 			return nil, 0, 0, context.Cause(ctx)
 		case <-c.done:
-			return nil, 0, 0, ErrClosed
+			return nil, 0, 0, errs.ErrClosed
 		}
 	}
 }
@@ -388,7 +390,7 @@ func (a *acq) expire() {
 	e.expired = true
 	lease := e.lease
 	h.mu.Unlock()
-	a.finish(h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, lease)))
+	a.finish(h.err(fmt.Errorf("%w: lease of %v ended", errs.ErrLost, lease)))
 }
 
 // finish ends a's ctx with cause, and stops what would end it otherwise.
@@ -442,7 +444,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	h := c.holds[id]
 	c.mu.Unlock()
 	if a != nil && a.released.Load() {
-		return ErrNotHeld
+		return errs.ErrNotHeld
 	}
 	if h == nil || (a != nil && a.h != h) {
 		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
@@ -451,7 +453,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 		return err
 	}
 	if a == nil {
-		return ErrNotHeld
+		return errs.ErrNotHeld
 	}
 	h.mu.Lock()
 	for {
@@ -459,10 +461,10 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 		switch {
 		case a.releasing, i < 0: // released, or lost while the record lives on for other acquisitions
 			h.mu.Unlock()
-			return ErrNotHeld
+			return errs.ErrNotHeld
 		case !h.shared && i != len(h.stack)-1:
 			h.mu.Unlock()
-			return ErrNotInnermost
+			return errs.ErrNotInnermost
 		}
 		if h.busy == 0 {
 			break
@@ -509,21 +511,21 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 		h.settled()
 		h.mu.Unlock()
 		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
-		a.finish(ErrReleased)
+		a.finish(errs.ErrReleased)
 		h.released(a)
 		if len(rest) > 0 {
-			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
+			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", errs.ErrLost))
 			for _, r := range rest {
 				r.finish(cause)
 			}
 			h.ended(rest, cause)
 		}
 		return nil
-	case errors.Is(err, ErrNotHeld):
+	case errors.Is(err, errs.ErrNotHeld):
 		h.mu.Lock()
 		h.settled()
 		h.mu.Unlock()
-		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
+		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", errs.ErrLost)))
 		return err
 	default:
 		h.mu.Lock()
@@ -646,7 +648,7 @@ func abandoned(a *acq) {
 	if !freeze {
 		h.forgetIfIdle()
 		if a.watched {
-			a.finish(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+			a.finish(h.err(fmt.Errorf("%w: abandoned without Unlock", errs.ErrLost)))
 		}
 	}
 	h.abandonedEvent(a, freeze)
@@ -673,7 +675,7 @@ func (h *hold) forgetIfIdle() {
 	h.changed() // acquisitions waiting on this record look again, and find a new one
 }
 
-func (h *hold) err(err error) error { return Errorf(h.kind, h.name, err) }
+func (h *hold) err(err error) error { return errs.Errorf(h.kind, h.name, err) }
 
 // WithHoldsOf returns ctx carrying, besides its own, the acquisitions that from carries: a composite
 // lock re-enters its parts through it, with the caller's ctx for everything else.

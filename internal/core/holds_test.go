@@ -9,6 +9,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // newMini returns a Client on an embedded server (testkit.Mini cannot be used here: it imports this
@@ -101,8 +103,8 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		if n := <-entered; n != 2 {
 			t.Fatalf("shared %v: release sent with %d held, want 2", shared, n)
 		}
-		if _, _, _, err := c.enter(inner, l, id, 0, false); !errors.Is(err, ErrNotAcquired) {
-			t.Fatalf("shared %v: re-entry during the release: %v, want ErrNotAcquired and nothing sent", shared, err)
+		if _, _, _, err := c.enter(inner, l, id, 0, false); !errors.Is(err, errs.ErrNotAcquired) {
+			t.Fatalf("shared %v: re-entry during the release: %v, want errs.ErrNotAcquired and nothing sent", shared, err)
 		}
 		second := make(chan error, 1)
 		go func() {
@@ -115,7 +117,7 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		}()
 		if !shared {
 			// Exclusive holds are released innermost first: the outer one is refused at once.
-			if err := <-second; !errors.Is(err, ErrNotInnermost) {
+			if err := <-second; !errors.Is(err, errs.ErrNotInnermost) {
 				t.Fatalf("outer release during the inner's: %v, want ErrNotInnermost", err)
 			}
 		} else {
@@ -192,7 +194,7 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 	if len(rids) != 2 || rids[0] != rids[1] || resents[0] || !resents[1] {
 		t.Fatalf("sends %q resent %v: want the same request id, sent again the second time", rids, resents)
 	}
-	if !errors.Is(context.Cause(held), ErrReleased) {
+	if !errors.Is(context.Cause(held), errs.ErrReleased) {
 		t.Fatalf("cause %v, want ErrReleased", context.Cause(held))
 	}
 }

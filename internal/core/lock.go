@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -244,7 +245,7 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 		return err
 	}
 	if err := checkLease(o.Lease); err != nil {
-		return Errorf(spec.Kind, name, err)
+		return errs.Errorf(spec.Kind, name, err)
 	}
 	p := spec.resolve()
 	*l = Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, leaseMs: c.leaseMs(o.Lease), fenced: o.Fenced,
@@ -287,7 +288,7 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
 		if !ok {
-			return Invalid(spec.Kind, name, "no value for the scripts' %q", name)
+			return errs.Invalid(spec.Kind, name, "no value for the scripts' %q", name)
 		}
 		l.values[len(lockValNames)+i] = v
 	}
@@ -344,7 +345,7 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.acq
 // try), and returns the hold's ctx.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
+		return nil, errs.Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
 	}
 	return l.acquire(ctx, wait, l.lease)
 }
@@ -353,7 +354,7 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context
 // watchdog's.
 func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
 	if err := checkLease(lease); err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return l.acquire(ctx, -1, lease)
 }
@@ -361,10 +362,10 @@ func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Contex
 // TryLockFor is TryLock with a lease of its own (see LockFor).
 func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
+		return nil, errs.Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
 	}
 	if err := checkLease(lease); err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return l.acquire(ctx, wait, lease)
 }
@@ -374,9 +375,9 @@ func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (conte
 func checkLease(lease time.Duration) error {
 	switch {
 	case lease < 0:
-		return fmt.Errorf("%w: negative lease %v", ErrInvalidArgument, lease)
+		return fmt.Errorf("%w: negative lease %v", errs.ErrInvalidArgument, lease)
 	case lease > 0 && lease < time.Millisecond:
-		return fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", ErrInvalidArgument, lease)
+		return fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", errs.ErrInvalidArgument, lease)
 	}
 	return nil
 }
@@ -391,7 +392,7 @@ func (l *Lock) leaseArg(lease time.Duration) string {
 
 func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
-		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	owner, carried := OwnerID(ctx)
 	if !carried {
@@ -399,7 +400,7 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.
 	}
 	held, err := l.hold(ctx, owner, !carried, wait, lease)
 	if err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return held, nil
 }
@@ -442,7 +443,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		m.done(err)
 		h.abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
-		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
+		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
 			(a.placed.Load() || !isRedisError(err)) {
 			l.leave(Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
@@ -663,7 +664,7 @@ func readTry(reply rueidis.RedisResult) (lockTry, error) {
 	case res[0] == 1 && len(arr) == 3:
 		return lockTry{acquired: true, count: res[1], token: res[2]}, nil
 	case res[0] == 2:
-		return lockTry{}, ErrAlreadyHeld
+		return lockTry{}, errs.ErrAlreadyHeld
 	case res[0] == 3:
 		return lockTry{refused: true}, nil
 	case res[0] == 0 && len(arr) >= 2:
@@ -676,11 +677,11 @@ func readTry(reply rueidis.RedisResult) (lockTry, error) {
 // when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
-		return Invalid(l.spec.Kind, l.name, "nil context")
+		return errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	owner, ok := OwnerID(ctx)
 	if !ok {
-		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	}
 	var v call
 	id := holdID{l.holdKey, owner, l.spec.Suffix}
@@ -696,7 +697,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return l.sendRelease(ctx, &v, resent)
 	})
 	if err != nil {
-		return Errorf(l.spec.Kind, l.name, err)
+		return errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return nil
 }
@@ -715,7 +716,7 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 	case err != nil:
 		return 0, err
 	case n < 0:
-		return 0, ErrNotHeld
+		return 0, errs.ErrNotHeld
 	}
 	if held, _ := strconv.Atoi(v[vHeld]); n > 0 && n != int64(held)-1 {
 		l.c.DeleteLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
@@ -727,16 +728,16 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 // lose it at once.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, Invalid(l.spec.Kind, l.name, "nil context")
+		return false, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	v := call{vRid: l.c.RequestID()}
 	n, err := l.c.Send(ctx, l.plan.scripts[sForce].s, l.keysOf(sForce), l.argsOf(sForce, &v)).AsInt64()
 	if err != nil {
-		return false, Errorf(l.spec.Kind, l.name, err)
+		return false, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
 	if n == 1 { // every hold on the name went with the hash, or on the values of the tail
-		l.c.loseHolds(l.name, l.tail, fmt.Errorf("%w: forced unlock", ErrLost))
+		l.c.loseHolds(l.name, l.tail, fmt.Errorf("%w: forced unlock", errs.ErrLost))
 	}
 	return n == 1, nil
 }
@@ -748,21 +749,21 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // released, is ErrNotHeld without a command, and after Close ErrClosed, as every call answers then.
 func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if ctx == nil {
-		return Invalid(l.spec.Kind, l.name, "nil context")
+		return errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	if lease < time.Millisecond {
-		return Invalid(l.spec.Kind, l.name, "lease %v: want at least 1ms", lease)
+		return errs.Invalid(l.spec.Kind, l.name, "lease %v: want at least 1ms", lease)
 	}
 	owner, ok := OwnerID(ctx)
 	if !ok {
-		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	}
 	if err := l.c.Closed(); err != nil {
-		return Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
+		return errs.Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
 	}
 	a := acqIn(ctx, l.c, holdID{l.holdKey, owner, l.spec.Suffix})
 	if a != nil && !a.extended(time.Time{}, 0) {
-		return Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", ErrNotHeld))
+		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", errs.ErrNotHeld))
 	}
 	field := l.field(owner)
 	v := call{vField: field, vOwner: field[:len(field)-len(l.spec.Suffix)], vLease: ms(lease), vRid: l.c.RequestID()}
@@ -770,17 +771,17 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	reply, notReplicated := l.c.SendAcquiring(detach(ctx), l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
 	n, err := reply.AsInt64()
 	if err != nil {
-		return Errorf(l.spec.Kind, l.name, err)
+		return errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
 	switch {
 	case n != 1:
-		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	case notReplicated != nil:
-		return Errorf(l.spec.Kind, l.name, notReplicated) // Redis keeps it longer; the ctx keeps its end
+		return errs.Errorf(l.spec.Kind, l.name, notReplicated) // Redis keeps it longer; the ctx keeps its end
 	}
 	if a != nil && !a.extended(start.Add(lease-Drift(lease)), lease) {
-		return Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended before the extension was answered", ErrNotHeld))
+		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended before the extension was answered", errs.ErrNotHeld))
 	}
 	return nil
 }
@@ -789,7 +790,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 // {pttl, the owner's hold count, ...}, pttl -2 when free. A name that holds other data is refused.
 func (l *Lock) State(ctx context.Context) ([]int64, error) {
 	if ctx == nil {
-		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	field := ""
 	if owner, ok := OwnerID(ctx); ok {
@@ -806,7 +807,7 @@ func (l *Lock) state(ctx context.Context, field string) ([]int64, error) {
 		err = fmt.Errorf("redisync: unexpected reply %v", res)
 	}
 	if err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return res, nil
 }
@@ -825,7 +826,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 // when a caller most wants to ask.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if ctx == nil {
-		return 0, Invalid(l.spec.Kind, l.name, "nil context")
+		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	field := ""
 	if owner, ok := OwnerID(ctx); ok {
@@ -838,7 +839,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 // isHeldByThread, with an owner id for the thread id).
 func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
 	if ctx == nil {
-		return 0, Invalid(l.spec.Kind, l.name, "nil context")
+		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	return l.holdCount(ctx, l.field(owner))
 }

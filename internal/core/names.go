@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"sync"
+
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // An object's side keys and channels are Redisson's (RedissonObject.prefixName and suffixName):
@@ -227,17 +229,17 @@ func crc16(s string) uint16 {
 // the mapper maps to "".
 func (c *Client) Name(kind, name string) (string, error) {
 	if c == nil {
-		return "", Invalid(kind, name, "nil client")
+		return "", errs.Invalid(kind, name, "nil client")
 	}
 	if name == "" {
-		return "", Invalid(kind, name, "empty name")
+		return "", errs.Invalid(kind, name, "empty name")
 	}
 	if c.cfg.NameMapper == nil {
 		return name, nil
 	}
 	mapped := c.cfg.NameMapper(name)
 	if mapped == "" {
-		return "", Invalid(kind, name, "the name mapper maps it to an empty name")
+		return "", errs.Invalid(kind, name, "the name mapper maps it to an empty name")
 	}
 	return mapped, nil
 }

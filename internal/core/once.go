@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -73,7 +74,7 @@ func (c *Client) SendAcquiring(ctx context.Context, s *lua.Script, keys, args []
 
 func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
 	if c.isClosed() {
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	if ctx.Done() == nil {
 		return c.closing(c.send(ctx, s, keys, args, acquires, RetryBound))
@@ -82,7 +83,7 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 	k, a := slices.Clone(keys), slices.Clone(args)
 	done := make(chan rueidis.RedisResult, 1)
 	if !c.background(func() { done <- c.send(context.WithoutCancel(ctx), s, k, a, acquires, RetryBound) }) {
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	select {
 	case res := <-done:
@@ -95,7 +96,7 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 // closing returns ErrClosed for a call whose connection failed because Close closed it.
 func (c *Client) closing(res rueidis.RedisResult) rueidis.RedisResult {
 	if err := res.Error(); err != nil && isConnectionError(err) && c.isClosed() {
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	return res
 }
@@ -213,7 +214,7 @@ func (c *Client) CleanUp(wait time.Duration, s *lua.Script, keys, args []string,
 		}
 	}) {
 		if done != nil {
-			done(rueidis.NewErrorResult(ErrClosed))
+			done(rueidis.NewErrorResult(errs.ErrClosed))
 		}
 		return
 	}

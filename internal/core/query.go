@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -19,7 +20,7 @@ import (
 // ErrClosed, and sends nothing.
 func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	if c.isClosed() {
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	bounded, cancel := context.WithTimeout(ctx, RetryBound)
 	defer cancel()
@@ -31,7 +32,7 @@ func (c *Client) Query(ctx context.Context, cmd rueidis.Completed) rueidis.Redis
 // other data from the primitive's own (refuse.lua) go through here.
 func (c *Client) QueryScript(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	if c.isClosed() {
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	bounded, cancel := context.WithTimeout(ctx, RetryBound)
 	defer cancel()
@@ -46,7 +47,7 @@ func (c *Client) bounded(ctx, bounded context.Context, res rueidis.RedisResult) 
 	switch {
 	case err == nil:
 	case c.isClosed() && isConnectionError(err):
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	case ctx.Err() == nil && bounded.Err() != nil:
 		return rueidis.NewErrorResult(fmt.Errorf("no answer from Redis within %v: %w", RetryBound, err))
 	}
@@ -89,8 +90,8 @@ func Locked(ctx context.Context, lock func(context.Context) (context.Context, er
 	returned = true
 	lost := context.Cause(held)
 	uerr := unlock(held)
-	if errors.Is(lost, ErrLost) {
-		if errors.Is(uerr, ErrNotHeld) {
+	if errors.Is(lost, errs.ErrLost) {
+		if errors.Is(uerr, errs.ErrNotHeld) {
 			uerr = nil
 		}
 		return errors.Join(ferr, lost, uerr)

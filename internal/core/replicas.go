@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -40,13 +41,13 @@ type replicationError struct {
 // Error names ErrNotReplicated with the WAIT's error, or with how many replicas acknowledged.
 func (e *replicationError) Error() string {
 	if e.err != nil {
-		return fmt.Sprintf("%v: %v", ErrNotReplicated, e.err)
+		return fmt.Sprintf("%v: %v", errs.ErrNotReplicated, e.err)
 	}
-	return fmt.Sprintf("%v: %d of %d acknowledged", ErrNotReplicated, e.acked, e.want)
+	return fmt.Sprintf("%v: %d of %d acknowledged", errs.ErrNotReplicated, e.acked, e.want)
 }
 
 // Unwrap makes errors.Is(err, ErrNotReplicated) true.
-func (e *replicationError) Unwrap() error { return ErrNotReplicated }
+func (e *replicationError) Unwrap() error { return errs.ErrNotReplicated }
 
 // splitReplication separates an acquiring call's result into the script's reply and the replication
 // error, if any.

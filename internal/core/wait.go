@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -140,7 +141,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
 		if err != nil && isConnectionError(err) && c.isClosed() {
-			err = ErrClosed // Close ended the connection under the try
+			err = errs.ErrClosed // Close ended the connection under the try
 		}
 		if isRefused(err) && wait != 0 && ctx.Err() == nil {
 			// Redis refused the try for as long as it was sent (a slot moving for longer than
@@ -167,7 +168,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 		if unacked == nil {
 			return cause
 		}
-		if cause == ErrNotAcquired {
+		if cause == errs.ErrNotAcquired {
 			return unacked
 		}
 		return fmt.Errorf("%w (%w)", unacked, cause)
@@ -187,7 +188,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 		return start, err
 	}
 	if wait == 0 || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-		return time.Time{}, notAcquired(ErrNotAcquired)
+		return time.Time{}, notAcquired(errs.ErrNotAcquired)
 	}
 	m.waiting()
 	if len(ws) == 0 {
@@ -248,7 +249,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			case <-ctx.Done():
 				return time.Time{}, notAcquired(context.Cause(ctx))
 			case <-c.done:
-				return time.Time{}, ErrClosed
+				return time.Time{}, errs.ErrClosed
 			}
 			timer.Stop()
 			if readied && ws.subscribing() {
@@ -260,7 +261,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 			return start, err
 		}
 		if last || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			return time.Time{}, notAcquired(ErrNotAcquired)
+			return time.Time{}, notAcquired(errs.ErrNotAcquired)
 		}
 	}
 }
@@ -370,7 +371,7 @@ func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool
 		if ctx.Err() != nil {
 			return false, 0, context.Cause(ctx)
 		}
-		return false, 0, ErrNotAcquired
+		return false, 0, errs.ErrNotAcquired
 	}
 	// A try that acquired must not keep it when it reports an error (the replicas did not acknowledge
 	// the write) or when the caller has gone; one whose answer never came may have acquired.
@@ -493,14 +494,14 @@ func (c *Client) live(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 	if c.isClosed() {
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	return nil
 }
 
 func (c *Client) closedOr(err error) error {
 	if c.isClosed() {
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	return err
 }

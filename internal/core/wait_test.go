@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -45,7 +46,7 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 				Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { tries++; return true, 0, notReplicated },
 					undo: func(context.Context) { undone++ }},
 			})
-			if !errors.Is(err, ErrNotReplicated) {
+			if !errors.Is(err, errs.ErrNotReplicated) {
 				t.Fatalf("%s, wait %v: %v, want ErrNotReplicated", name, wait, err)
 			}
 			if undone != tries || (wait == 0 && tries != 1) || (wait > 0 && tries < 2) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -265,10 +266,10 @@ func (w *watchdog) expire() {
 	}
 	w.mu.Unlock()
 	for _, e := range lost {
-		e.lost.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", ErrLost))
+		e.lost.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", errs.ErrLost))
 	}
 	for _, e := range abandoned {
-		e.lost.lost(fmt.Errorf("%w: abandoned without Unlock, its lease may have ended", ErrLost))
+		e.lost.lost(fmt.Errorf("%w: abandoned without Unlock, its lease may have ended", errs.ErrLost))
 	}
 }
 
@@ -364,9 +365,9 @@ func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 		}
 	}
 	w.mu.Unlock()
-	cause := fmt.Errorf("%w: renewal found it gone", ErrLost)
+	cause := fmt.Errorf("%w: renewal found it gone", errs.ErrLost)
 	if check {
-		cause = fmt.Errorf("%w: gone after a reconnect (the server restarted or failed over without it)", ErrLost)
+		cause = fmt.Errorf("%w: gone after a reconnect (the server restarted or failed over without it)", errs.ErrLost)
 	}
 	for _, e := range lost {
 		e.lost.lost(cause)

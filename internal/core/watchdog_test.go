@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -51,7 +52,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 			if at.Before(start.Add(ttl - Drift(ttl))) {
 				t.Fatalf("holder told %v before the lease's end less the drift allowance", start.Add(ttl-Drift(ttl)).Sub(at))
 			}
-			if !errors.Is(cause, ErrLost) {
+			if !errors.Is(cause, errs.ErrLost) {
 				t.Fatalf("cause %v, want ErrLost", cause)
 			}
 		case <-time.After(2 * ttl):
