@@ -31,6 +31,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -172,7 +173,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) error {
 	}
 	var stop time.Time // a check sent at the end of the wait gets a quarter second to be answered
 	if wait > 0 {
-		stop = time.Now().Add(wait + core.Overtime)
+		stop = time.Now().Add(wait + send.Overtime)
 	}
 	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{
 		Channel: l.channel,
@@ -195,7 +196,7 @@ type check struct {
 	stop time.Time       // when a check sent at the end of the wait is given up (zero: never)
 }
 
-func (c *check) Try(context.Context) (bool, time.Duration, error) {
+func (c *check) Try(context.Context, send.Bounds) (bool, time.Duration, error) {
 	// A read needs no protection from cancellation: the caller's ctx and the wait bound it.
 	ctx, rctx := c.ctx, c.ctx
 	if !c.stop.IsZero() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -333,7 +334,7 @@ func TestGroupTryLockBounds(t *testing.T) {
 		took := time.Since(start)
 		require.ErrorIs(t, err, redisync.ErrNotAcquired)
 		require.GreaterOrEqual(t, took, 300*time.Millisecond)
-		require.Less(t, took, 300*time.Millisecond+core.Overtime+2*time.Second, "TryLock overran its wait")
+		require.Less(t, took, 300*time.Millisecond+send.Overtime+2*time.Second, "TryLock overran its wait")
 		require.Equal(t, before, hash(t, rdb, group))
 
 		got := testkit.Background(func() (context.Context, error) { return b.TryLock(ctx, 20*time.Second) })

@@ -48,6 +48,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -204,9 +205,9 @@ type acquisition struct {
 
 // Try sends one try. Its grant's member is its trace: a try sent again after a lost answer finds the
 // grant the first send made (ratelimit_acquire.lua).
-func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
+func (a *acquisition) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
 	l := a.l
-	reply, notReplicated := l.c.SendAcquiring(ctx, acquireScript, l.keys[:5], a.args[:])
+	reply, notReplicated := l.c.SendAcquiring(ctx, within, acquireScript, l.keys[:5], a.args[:])
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err

@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -174,8 +175,8 @@ type expirableAcquisition struct {
 }
 
 // Try sends one try.
-func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, error) {
-	reply, notReplicated := a.e.c.SendAcquiring(ctx, expirableScript, a.e.keys, a.args)
+func (a *expirableAcquisition) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
+	reply, notReplicated := a.e.c.SendAcquiring(ctx, within, expirableScript, a.e.keys, a.args)
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -308,7 +309,7 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 	if err != nil {
 		return err
 	}
-	reply, notReplicated := e.c.SendAcquiring(ctx, expirableScript, e.keys, []string{"lease", e.c.Value("publish"), "", ms, raw})
+	reply, notReplicated := e.c.SendAcquiring(ctx, send.Bounds{}, expirableScript, e.keys, []string{"lease", e.c.Value("publish"), "", ms, raw})
 	if notReplicated != nil {
 		return notReplicated // the lease stands, but a failover could lose the new one
 	}

@@ -42,6 +42,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -193,7 +194,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	}
 	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
 		if member, rid := a.args[argRecord], a.args[argRid]; member != "" {
-			s.forget(core.Overtime, member, rid)
+			s.forget(send.Overtime, member, rid)
 		}
 		return errs.Errorf(kind, s.name, err)
 	}
@@ -221,9 +222,9 @@ type acquisition struct {
 }
 
 // Try sends one try.
-func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
+func (a *acquisition) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
 	s := a.s
-	reply, notReplicated := s.c.SendAcquiring(ctx, acquireScript, s.tryKeys[:], a.args[:])
+	reply, notReplicated := s.c.SendAcquiring(ctx, within, acquireScript, s.tryKeys[:], a.args[:])
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err

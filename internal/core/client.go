@@ -17,7 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/errs"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -60,15 +60,13 @@ func (c *Config) logger() *slog.Logger {
 
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
 type Client struct {
+	*send.Sender
 	rdb      rueidis.Client
-	ownsRDB  bool
 	cluster  bool
 	id       string
 	cfg      Config
 	notifier *pubsub.Notifier
 	watchdog *watchdog
-	replicas replicaCache
-	deletes  deletes
 	listings listings
 
 	// The scripts' ways to publish and to count a channel's subscribers: PUBLISH and PUBSUB NUMSUB,
@@ -77,15 +75,14 @@ type Client struct {
 	publish, numsub string
 	counts          bool
 
-	requests atomic.Uint64
+	tags atomic.Uint64 // numbers waiters' tags
 
 	watchdogMs, windowMs string // the default lease and the wait window, as scripts take them
 
 	mu     sync.Mutex
 	holds  map[holdID]*hold
 	closed bool
-	done   chan struct{}
-	wg     sync.WaitGroup // calls finishing in the background (once.go)
+	done   <-chan struct{} // closed by Close
 }
 
 // New wraps rdb. When owns is true, Close closes rdb too.
@@ -105,28 +102,26 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		}
 		sharded = v >= 7
 	}
+	id := uuid.NewString()
 	c := &Client{
+		Sender:  send.New(rdb, owns, id, cfg.ReplicaAck, cfg.ReplicaAckTimeout),
 		rdb:     rdb,
-		ownsRDB: owns,
 		cluster: cluster,
-		id:      uuid.NewString(),
+		id:      id,
 		cfg:     cfg,
 		publish: "publish",
 		numsub:  "numsub",
 		counts:  !cluster || sharded,
 		holds:   make(map[holdID]*hold),
-		done:    make(chan struct{}),
 	}
+	c.done = c.Done()
 	if sharded {
 		c.publish, c.numsub = "spublish", "shardnumsub"
 	}
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
-	renew := func(ctx context.Context, s *lua.Script, keys, args []string, acked bool, bound time.Duration) rueidis.RedisResult {
-		return c.send(ctx, s, keys, args, acked, bound)
-	}
-	c.watchdog = newWatchdog(renew, c.renewalFailed, cfg.WatchdogTimeout, cluster)
+	c.watchdog = newWatchdog(c.Resend, c.renewalFailed, cfg.WatchdogTimeout, cluster)
 	return c, nil
 }
 
@@ -154,13 +149,11 @@ func serverMajorVersion(rdb rueidis.Client) (int, error) {
 // so they expire within one watchdog timeout (or at the end of their fixed lease), and their holders'
 // contexts end with ErrClosed. Calls finishing in the background get flushBound more.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.Shut() {
 		return nil
 	}
+	c.mu.Lock()
 	c.closed = true
-	close(c.done)
 	all := make([]*hold, 0, len(c.holds))
 	for _, h := range c.holds {
 		all = append(all, h)
@@ -171,34 +164,12 @@ func (c *Client) Close() error {
 		h.end(errs.ErrClosed)
 	}
 	c.notifier.Close()
-	c.closeDeletes()
-	finished := make(chan struct{})
-	go func() { c.wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(flushBound):
-	}
-	if c.ownsRDB {
-		c.rdb.Close() // fails what is still in flight at once
-	}
-	<-finished
+	c.Drain()
 	return nil
 }
-
-// RDB returns the rueidis client.
-func (c *Client) RDB() rueidis.Client { return c.rdb }
 
 // Notifier returns the client's notifier.
 func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
-
-// Closed returns ErrClosed once Close was called, else nil: what a call that sends nothing (a
-// no-op, such as releasing 0 permits) answers after Close, as every other call does.
-func (c *Client) Closed() error {
-	if c.isClosed() {
-		return errs.ErrClosed
-	}
-	return nil
-}
 
 // closed reports whether Close was called.
 func (c *Client) isClosed() bool {
@@ -264,30 +235,6 @@ func (c *Client) Value(name string) string {
 
 // ms formats d in milliseconds, as scripts take durations.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
-// numbered joins head, n in decimal and tail with ':' in one allocation.
-func numbered(head []string, n int64, tail ...string) string {
-	size := 21
-	for _, p := range head {
-		size += len(p) + 1
-	}
-	for _, p := range tail {
-		size += len(p) + 1
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, p := range head {
-		b.WriteString(p)
-		b.WriteByte(':')
-	}
-	var digits [20]byte
-	b.Write(strconv.AppendInt(digits[:0], n, 10))
-	for _, p := range tail {
-		b.WriteByte(':')
-		b.WriteString(p)
-	}
-	return b.String()
-}
 
 // unwrap returns the Client behind a *redisync.Client. Package redisync sets it in its init, as this
 // package cannot import it; every package that holds a *redisync.Client has imported redisync, so it

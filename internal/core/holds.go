@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 )
 
 // Holds: this client's record of what each owner holds.
@@ -429,16 +430,16 @@ func (a *acq) extended(end time.Time, lease time.Duration) bool {
 	return true
 }
 
-// release releases the acquisition that ctx carries of owner's hold id with send, which runs the
+// release releases the acquisition that ctx carries of owner's hold id with run, which runs the
 // release in Redis given the number of acquisitions Redis counts for the owner and the call's request
 // id (resent: a release of the acquisition that got no answer was sent under it before), and returns
 // how many are left, or an error wrapping ErrNotHeld. An exclusive hold is released innermost first: one with
 // others above it is ErrNotInnermost, and changes nothing.
 //
-// When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a renewal
-// must never outlive the release. If send fails for another reason the hold is left as it was,
+// When this is the last acquisition the watchdog keeps, the renewal stops before run runs: a renewal
+// must never outlive the release. If run fails for another reason the hold is left as it was,
 // renewal included, so that the caller may try again.
-func (c *Client) release(ctx context.Context, id holdID, send func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error)) error {
+func (c *Client) release(ctx context.Context, id holdID, run func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error)) error {
 	a := acqIn(ctx, c, id)
 	c.mu.Lock()
 	h := c.holds[id]
@@ -449,7 +450,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	if h == nil || (a != nil && a.h != h) {
 		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
 		// one that was lost: Redis says what is left, and the release clears it.
-		_, err := send("", 0, 0, c.RequestID(), false)
+		_, err := run("", 0, 0, c.RequestID(), false)
 		return err
 	}
 	if a == nil {
@@ -495,7 +496,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	}
 	h.mu.Unlock()
 
-	remaining, err := send(h.field, held, a.lease(), a.rid, resent)
+	remaining, err := run(h.field, held, a.lease(), a.rid, resent)
 	switch {
 	case err == nil:
 		a.released.Store(true)
@@ -530,7 +531,7 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	default:
 		h.mu.Lock()
 		a.releasing = false
-		if !isConnectionError(err) {
+		if !send.IsConnectionError(err) {
 			a.rid = "" // answered: Redis refused it, and changed nothing
 		}
 		if stopped != nil && h.entry == nil {
@@ -691,4 +692,19 @@ func (x *holdsOf) Value(key any) any {
 		return x
 	}
 	return x.Context.Value(key)
+}
+
+// detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot
+// be cancelled anyway, which spares an allocation on the common path.
+func detach(ctx context.Context) context.Context {
+	switch x := ctx.(type) {
+	case *heldCtx:
+		return &x.detached
+	case *detachedCtx:
+		return x
+	}
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }

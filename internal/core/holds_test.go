@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 )
 
 // newMini returns a Client on an embedded server (testkit.Mini cannot be used here: it imports this
@@ -176,7 +177,7 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 	held := holdNow(t, c, l, withOwnerID(context.Background(), 1), id)
 	var rids []string
 	var resents []bool
-	send := func(fail bool) func(string, int, time.Duration, string, bool) (int64, error) {
+	releaser := func(fail bool) func(string, int, time.Duration, string, bool) (int64, error) {
 		return func(_ string, _ int, _ time.Duration, rid string, resent bool) (int64, error) {
 			rids, resents = append(rids, rid), append(resents, resent)
 			if fail {
@@ -185,10 +186,10 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 			return 0, nil
 		}
 	}
-	if err := c.release(held, id, send(true)); !isConnectionError(err) {
+	if err := c.release(held, id, releaser(true)); !send.IsConnectionError(err) {
 		t.Fatalf("first Unlock: %v, want the connection's error", err)
 	}
-	if err := c.release(held, id, send(false)); err != nil {
+	if err := c.release(held, id, releaser(false)); err != nil {
 		t.Fatal(err)
 	}
 	if len(rids) != 2 || rids[0] != rids[1] || resents[0] || !resents[1] {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -331,7 +332,9 @@ func (l *Lock) appendArgs(dst []string, script int, v *call) []string {
 func (l *Lock) memo(rid string) string { return l.table[1] + rid }
 
 // field returns owner's field in the hash.
-func (l *Lock) field(owner int64) string { return numbered([]string{l.c.id}, owner) + l.spec.Suffix }
+func (l *Lock) field(owner int64) string {
+	return send.Numbered([]string{l.c.id}, owner) + l.spec.Suffix
+}
 
 // renewal says how the watchdog renews the hold of field.
 func (l *Lock) renewal(field string) renewal {
@@ -444,8 +447,8 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		h.abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
-			(a.placed.Load() || !isRedisError(err)) {
-			l.leave(Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
+			(a.placed.Load() || !send.IsRedisError(err)) {
+			l.leave(send.Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
 		return nil, err
 	}
@@ -476,7 +479,7 @@ type attempt struct {
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
-func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
+func (a *attempt) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
 	l, c := a.l, a.l.c
 	a.tried.Store(true)
 	script := sAcquire
@@ -493,7 +496,7 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 		}
 	}
 	var buf [16]string // Send copies what it keeps: the args stay on the stack
-	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
+	reply, notReplicated := c.SendAcquiring(ctx, within, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
 	t, err := readTry(reply)
 	if err == nil && !t.acquired {
 		a.placed.Store(true)
@@ -533,7 +536,7 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.h.settle)
 		return
 	}
-	// Sure of it, the give-back is sent within RetryBound, and not after: the acquisition may try
+	// Sure of it, the give-back is sent within send.RetryBound, and not after: the acquisition may try
 	// again at once (its try came too late to keep), and a try that finds the count this one made
 	// takes it as its own, which a give-back still under way would then take back.
 	v[vRid] = l.c.RequestID()
@@ -571,7 +574,7 @@ func (a *attempt) Tag() string {
 		if l.c.AcksReplicas(l.name) {
 			a.v[vGrant] = "0"
 		}
-		a.v[vTag] = numbered([]string{a.v[vOwner]}, int64(l.c.requests.Add(1)), a.v[vGrant], flag(l.fenced))
+		a.v[vTag] = send.Numbered([]string{a.v[vOwner]}, int64(l.c.tags.Add(1)), a.v[vGrant], flag(l.fenced))
 	}
 	return a.v[vTag]
 }
@@ -597,7 +600,7 @@ func (a *attempt) List(ctx context.Context) error {
 	switch {
 	case err == nil:
 		c.listed(l.clients, sent, pubsub.Linger/2)
-	case isRedisError(err):
+	case send.IsRedisError(err):
 		return err
 	}
 	return nil
@@ -768,7 +771,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	field := l.field(owner)
 	v := call{vField: field, vOwner: field[:len(field)-len(l.spec.Suffix)], vLease: ms(lease), vRid: l.c.RequestID()}
 	start := time.Now()
-	reply, notReplicated := l.c.SendAcquiring(detach(ctx), l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
+	reply, notReplicated := l.c.SendAcquiring(detach(ctx), send.Bounds{}, l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
 	n, err := reply.AsInt64()
 	if err != nil {
 		return errs.Errorf(l.spec.Kind, l.name, err)

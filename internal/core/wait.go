@@ -2,13 +2,13 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -38,7 +38,7 @@ type Wait struct {
 // with the error). sure is false when the try's answer never came, so that Redis may or may not have
 // acquired: Undo then gives back only what it finds the try took.
 type Tries interface {
-	Try(ctx context.Context) (ok bool, retryIn time.Duration, err error)
+	Try(ctx context.Context, within send.Bounds) (ok bool, retryIn time.Duration, err error)
 	Undo(ctx context.Context, sure bool)
 }
 
@@ -89,8 +89,8 @@ func GrantFor(payload string, score int64) (token int64, ok bool) {
 // run on the server, and an acquisition must never be left behind unknown. A try runs on the caller's
 // goroutine, so that an uncontended acquisition costs no more than its command, unless ctx has a
 // deadline, or the wait a bound, that a stalled server could make the try overrun (closer than
-// RetryBound and Config.StallBound): then it runs apart, and the wait returns at ctx's deadline, or
-// Overtime after the wait bound (a try sent at the bound gets that long to be answered). Either way,
+// send.RetryBound and Config.StallBound): then it runs apart, and the wait returns at ctx's deadline, or
+// send.Overtime after the wait bound (a try sent at the bound gets that long to be answered). Either way,
 // when ctx has ended or the wait has been given up by the time a try acquires, Undo gives the
 // acquisition back. A try is sent exactly once (see once.go): one whose answer never comes ends the
 // wait with the connection's error, and Undo gives back whatever Redis may have acquired for it.
@@ -114,24 +114,19 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	var deadline, stop time.Time // the wait bound, and when a try sent at it is given up
 	if wait > 0 {
 		deadline = time.Now().Add(wait)
-		stop = deadline.Add(Overtime)
+		stop = deadline.Add(send.Overtime)
 	}
 	// Tries run detached from ctx's cancellation, and are sent again after connection failures only
-	// within the wait's bounds: ctx's deadline, or the end of the wait and Overtime after it (a
-	// single try gets Overtime). Refused, they are sent again within the same bounds, but a single
-	// try within RetryBound: Redis answers a refusal at once, and a slot may move for longer than
-	// Overtime. What they give back is sent within bounds of its own.
-	tries := tries{undo: detach(ctx)}
-	tries.try = tries.undo
-	b := resendBounds{lost: stop, refused: stop}
+	// within the wait's bounds: ctx's deadline, or the end of the wait and send.Overtime after it (a
+	// single try gets send.Overtime). Refused, they are sent again within the same bounds, but a single
+	// try within send.RetryBound: Redis answers a refusal at once, and a slot may move for longer than
+	// send.Overtime. What they give back is sent within bounds of its own.
+	tries := tries{undo: detach(ctx), within: send.Bounds{Lost: stop, Refused: stop}}
 	if wait == 0 {
-		b.lost = time.Now().Add(Overtime)
+		tries.within.Lost = time.Now().Add(send.Overtime)
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		b.lost, b.refused = earliest(b.lost, dl), earliest(b.refused, dl)
-	}
-	if b != (resendBounds{}) {
-		tries.try = context.WithValue(tries.try, resendKey{}, b)
+		tries.within.Lost, tries.within.Refused = earliest(tries.within.Lost, dl), earliest(tries.within.Refused, dl)
 	}
 	// A try that acquired what too few replicas acknowledged in time has given it back; a replica
 	// that lags is waited out within the bound, which alone ends the wait with ErrNotReplicated.
@@ -140,24 +135,24 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	try := func() (bool, time.Duration, time.Time, error) {
 		start := time.Now()
 		ok, retryIn, err := c.try(ctx, stop, tries, w)
-		if err != nil && isConnectionError(err) && c.isClosed() {
+		if err != nil && send.IsConnectionError(err) && c.isClosed() {
 			err = errs.ErrClosed // Close ended the connection under the try
 		}
-		if isRefused(err) && wait != 0 && ctx.Err() == nil {
+		if send.IsRefused(err) && wait != 0 && ctx.Err() == nil {
 			// Redis refused the try for as long as it was sent (a slot moving for longer than
-			// RetryBound): it did not run, and the wait goes on within its own bounds.
-			return false, resendBackoff, start, nil
+			// send.RetryBound): it did not run, and the wait goes on within its own bounds.
+			return false, send.ResendBackoff, start, nil
 		}
 		if ok && err == nil && w.late(start) {
 			w.Tries.Undo(tries.undo, true)
 			return false, time.Millisecond, start, nil // try again at once
 		}
 		unacked = nil
-		if wait != 0 && err != nil && lagging(err) {
+		if wait != 0 && err != nil && send.Lagging(err) {
 			if ag, ok := w.Tries.(again); ok {
 				ag.Again()
 			}
-			pause = min(max(2*pause, 10*time.Millisecond), resendBackoff)
+			pause = min(max(2*pause, 10*time.Millisecond), send.ResendBackoff)
 			unacked = err
 			return false, pause, start, nil
 		}
@@ -366,7 +361,7 @@ func (ws waiters) signal(i int) <-chan struct{} {
 func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool, time.Duration, error) {
 	var r result
 	if !c.mayOverrun(ctx, stop) {
-		r.ok, r.retryIn, r.err = w.Tries.Try(t.try)
+		r.ok, r.retryIn, r.err = w.Tries.Try(t.undo, t.within)
 	} else if r = tryApart(ctx, stop, t, w); r.late {
 		if ctx.Err() != nil {
 			return false, 0, context.Cause(ctx)
@@ -382,23 +377,18 @@ func (c *Client) try(ctx context.Context, stop time.Time, t tries, w Wait) (bool
 			r.err = context.Cause(ctx)
 		}
 		return false, 0, r.err
-	case !r.ok && isConnectionError(r.err):
+	case !r.ok && send.IsConnectionError(r.err):
 		w.Tries.Undo(t.undo, false)
 	}
 	return r.ok, r.retryIn, r.err
 }
 
-// tries are the contexts of a wait's tries (bounded by resendKey) and of what they give back.
-type tries struct{ try, undo context.Context }
-
-// resendKey bounds, in a try's ctx, until when the try is sent again (resendBounds).
-type resendKey struct{}
-
-// resendBounds say until when a try is sent again after a connection failure (lost) and after a
-// refusal (refused); zero for no bound but the sending's own. A try's WAIT for the replicas ends
-// within refused too (the wait's end or ctx's deadline), not within lost: a single try's WAIT takes
-// the replicas' whole timeout, as a try without a bound does.
-type resendBounds struct{ lost, refused time.Time }
+// tries are what a wait's tries run on: a ctx without the caller's cancellation, on which what they
+// give back runs too, and the bounds within which they are sent again.
+type tries struct {
+	undo   context.Context
+	within send.Bounds
+}
 
 // earliest returns the earlier of a and b, where zero is no time at all (never).
 func earliest(a, b time.Time) time.Time {
@@ -439,7 +429,7 @@ func tryApart(ctx context.Context, stop time.Time, t tries, w Wait) result {
 	}
 	go func() {
 		var r result
-		r.ok, r.retryIn, r.err = w.Tries.Try(t.try)
+		r.ok, r.retryIn, r.err = w.Tries.Try(t.undo, t.within)
 		done <- r
 	}()
 	var expired <-chan time.Time
@@ -461,7 +451,7 @@ func tryApart(ctx context.Context, stop time.Time, t tries, w Wait) result {
 		switch r := <-done; {
 		case r.ok:
 			w.Tries.Undo(t.undo, true)
-		case isConnectionError(r.err):
+		case send.IsConnectionError(r.err):
 			w.Tries.Undo(t.undo, false)
 		}
 		if ap != nil {
@@ -479,14 +469,8 @@ func (c *Client) mayOverrun(ctx context.Context, stop time.Time) bool {
 	if !stop.IsZero() && (!ok || stop.Before(dl)) {
 		dl, ok = stop, true
 	}
-	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= RetryBound+c.cfg.StallBound)
+	return ok && (c.cfg.StallBound <= 0 || time.Until(dl) <= send.RetryBound+c.cfg.StallBound)
 }
-
-// Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
-// end: the last try of a wait bound (see Acquire), a waiter's leaving (see CleanUp). A server that
-// answers does so well within it; one that stalls, or has gone, holds the caller no longer, and the
-// command finishes or fails on its own, giving back what it acquired.
-const Overtime = 250 * time.Millisecond
 
 // live returns why nothing may be started now: ctx has ended or the client is closed.
 func (c *Client) live(ctx context.Context) error {
@@ -504,14 +488,6 @@ func (c *Client) closedOr(err error) error {
 		return errs.ErrClosed
 	}
 	return err
-}
-
-// lagging reports whether err says that a try acquired what too few replicas acknowledged within
-// the timeout (and was given back): they may catch up, so the wait goes on. A WAIT that failed
-// (NOPERM, a connection that broke) is an answer like any other error.
-func lagging(err error) bool {
-	var re *replicationError
-	return errors.As(err, &re) && re.err == nil
 }
 
 // retryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL

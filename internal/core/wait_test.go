@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -17,7 +18,9 @@ type funcTries struct {
 	undo func(context.Context)
 }
 
-func (t funcTries) Try(ctx context.Context) (bool, time.Duration, error) { return t.try(ctx) }
+func (t funcTries) Try(ctx context.Context, _ send.Bounds) (bool, time.Duration, error) {
+	return t.try(ctx)
+}
 
 func (t funcTries) Undo(ctx context.Context, _ bool) {
 	if t.undo != nil {
@@ -30,7 +33,7 @@ func (t funcTries) Undo(ctx context.Context, _ bool) {
 // can end; a single try returns it at once. A try acknowledged later acquires.
 func TestAcquireGivesBackTryWithError(t *testing.T) {
 	cc := newMini(t)
-	notReplicated := &replicationError{acked: 0, want: 1}
+	notReplicated := send.NotReplicated(0, 1)
 	for name, ctx := range map[string]context.Context{
 		"plain ctx": context.Background(),
 		"cancelable ctx": func() context.Context {

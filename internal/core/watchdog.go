@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -104,7 +105,7 @@ func (w *watchdog) add(e *entry, spec renewal, lost loser, fixed bool) *entry {
 	}
 	*e = entry{spec: spec, lost: lost, fixed: fixed}
 	if w.cluster && len(spec.keys) > 0 {
-		e.slot = Slot(spec.keys[0])
+		e.slot = send.Slot(spec.keys[0])
 	}
 	w.readd(e)
 	return e
@@ -219,7 +220,7 @@ func (w *watchdog) run() {
 		case answered := <-finished:
 			renewing = false
 			if checking && !answered {
-				time.AfterFunc(resendBackoff, w.check) // until Redis answers
+				time.AfterFunc(send.ResendBackoff, w.check) // until Redis answers
 			}
 			if checkNext {
 				start(true)

@@ -1,4 +1,4 @@
-package core
+package send
 
 import (
 	"context"
@@ -48,6 +48,10 @@ func (e *replicationError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotReplicated) true.
 func (e *replicationError) Unwrap() error { return errs.ErrNotReplicated }
+
+// NotReplicated returns what an acquiring send answers when acked of want replicas acknowledged
+// its write in time: an error matching errs.ErrNotReplicated that Lagging reports.
+func NotReplicated(acked, want int64) error { return &replicationError{acked: acked, want: want} }
 
 // splitReplication separates an acquiring call's result into the script's reply and the replication
 // error, if any.
@@ -171,7 +175,7 @@ func parseReplicaInfo(info string) replicaInfo {
 // replicas (and WAITAOF for the master's own fsync when it writes an AOF). WAIT counts only the
 // writes of the connection it is sent on, which is why the two go in one DoMulti: rueidis sends a
 // DoMulti that contains a blocking command on one dedicated connection, in order.
-func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+func (c *Sender) runAcked(ctx context.Context, b Bounds, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	var key string
 	var slot uint16
 	if len(keys) > 0 {
@@ -184,8 +188,8 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	want, need := int64(c.cfg.ReplicaAck), int64(c.cfg.ReplicaAck)
-	switch c.cfg.ReplicaAck {
+	want, need := int64(c.ack), int64(c.ack)
+	switch c.ack {
 	case allReplicas:
 		want, need = ri.replicas, min(ri.replicas, 1)
 	case firstReplica:
@@ -196,9 +200,9 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	}
 	// Within a try's bound (wait.go), WAIT gives up in time for its answer to come back before it:
 	// the caller learns that the replicas lag, and what was acquired is given back before it returns.
-	timeout := c.cfg.ReplicaAckTimeout
-	if b, ok := ctx.Value(resendKey{}).(resendBounds); ok && !b.refused.IsZero() {
-		timeout = min(timeout, time.Until(b.refused)-Overtime/2)
+	timeout := c.ackTimeout
+	if !b.Refused.IsZero() {
+		timeout = min(timeout, time.Until(b.Refused)-Overtime/2)
 	}
 	ms := max(timeout.Milliseconds(), 1)
 	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}
@@ -240,8 +244,8 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 // to a waiter then, since only the waiter's own try waits for the replicas. It never waits: with
 // allReplicas it answers by what the acquisition's first try learnt of the master, and true when
 // nothing is known (that try failed).
-func (c *Client) AcksReplicas(key string) bool {
-	switch c.cfg.ReplicaAck {
+func (c *Sender) AcksReplicas(key string) bool {
+	switch c.ack {
 	case 0:
 		return false
 	case allReplicas, firstReplica:
@@ -250,9 +254,17 @@ func (c *Client) AcksReplicas(key string) bool {
 			slot = Slot(key)
 		}
 		ri, ok := c.replicas.peek(slot)
-		return !ok || ri.replicas > 0 || (ri.waitAOF && c.cfg.ReplicaAck == allReplicas)
+		return !ok || ri.replicas > 0 || (ri.waitAOF && c.ack == allReplicas)
 	}
 	return true
+}
+
+// Lagging reports whether err says that a try acquired what too few replicas acknowledged within
+// the timeout (and was given back): they may catch up, so a wait goes on. A WAIT that failed
+// (NOPERM, a connection that broke) is an answer like any other error.
+func Lagging(err error) bool {
+	var re *replicationError
+	return errors.As(err, &re) && re.err == nil
 }
 
 func withSlot(cmd rueidis.Completed, key string) rueidis.Completed {
