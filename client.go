@@ -8,6 +8,7 @@ import (
 
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -116,18 +117,17 @@ func WithoutReplicaAck() Option {
 // Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
 // opt.DisableCache; redisync itself never uses the cache.
 func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
-	watch := new(core.ConnWatch) // holds are checked when a connection ends or is made anew
+	watch := new(hold.ConnWatch) // holds are checked when a connection ends or is made anew
 	opt.DialCtxFn, opt.DialFn = watch.Dial(opt), nil
 	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(rdb, true, stallBound(opt), opts)
+	c, err := newClient(rdb, true, stallBound(opt), watch, opts)
 	if err != nil {
 		rdb.Close()
 		return nil, err
 	}
-	watch.Attach(c.c)
 	return c, nil
 }
 
@@ -147,7 +147,7 @@ func Wrap(rdb rueidis.Client, opts ...Option) (*Client, error) {
 	if rdb == nil {
 		return nil, errs.Invalid("client", "", "nil rueidis client")
 	}
-	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), opts)
+	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), nil, opts)
 }
 
 // stallBound is how long rueidis, configured with opt, may take to fail a command that a stalled
@@ -168,8 +168,8 @@ func stallBound(opt rueidis.ClientOption) time.Duration {
 	return timeout + 2*keepAlive
 }
 
-func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option) (*Client, error) {
-	o := options{Config: core.Config{StallBound: stall}}
+func newClient(rdb rueidis.Client, owns bool, stall time.Duration, conns *hold.ConnWatch, opts []Option) (*Client, error) {
+	o := options{Config: core.Config{StallBound: stall, Conns: conns}}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -188,7 +189,7 @@ func (g *Group) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
 		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
-	owner, ok := core.OwnerID(ctx)
+	owner, ok := holds.OwnerID(ctx)
 	if !ok {
 		return false, nil
 	}

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // sub is one acquired sub-lock: the Locker and the ctx its acquisition returned.
@@ -23,7 +23,7 @@ type sub struct {
 // at Unlock.
 type hold struct {
 	kind, name string
-	parent     context.Context // the caller's ctx (core.Derive's): when it ends, the hold stays until Unlock
+	parent     context.Context // the caller's ctx (holds.Derive's): when it ends, the hold stays until Unlock
 	ctx        context.Context // the hold's ctx, handed to the caller
 	cancel     context.CancelCauseFunc
 	quorum     int
@@ -38,7 +38,7 @@ type hold struct {
 type holdKey struct{ owner any }
 
 // newHold records subs as one hold of owner and returns the ctx for the caller. parent is what
-// core.Derive made of the caller's ctx, and unfollow its stop. A deadline that is not zero ends the
+// holds.Derive made of the caller's ctx, and unfollow its stop. A deadline that is not zero ends the
 // hold with lost as its cause.
 func newHold(owner any, kind, name string, parent context.Context, unfollow func(), subs []*sub, quorum int, deadline time.Time, lost error) context.Context {
 	h := &hold{kind: kind, name: name, parent: parent, quorum: quorum, subs: subs, live: len(subs)}
@@ -78,7 +78,7 @@ func reentering(ctx context.Context, owner any, l Locker) context.Context {
 	defer h.mu.Unlock()
 	for _, s := range h.subs {
 		if s.l == l {
-			return core.WithHoldsOf(ctx, s.ctx)
+			return holds.WithHoldsOf(ctx, s.ctx)
 		}
 	}
 	return ctx
@@ -98,7 +98,7 @@ func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (boo
 	if h := holdOf(ctx, composite); h != nil && !h.held() {
 		return false, nil
 	}
-	if _, ok := core.OwnerID(ctx); !ok {
+	if _, ok := holds.OwnerID(ctx); !ok {
 		return false, nil // nobody asks: nothing can be held
 	}
 	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeld(ctx) })

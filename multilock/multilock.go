@@ -57,6 +57,7 @@ import (
 
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // Locker is an exclusive lock that a MultiLock or RedLock combines: rlock.Lock, spinlock.Lock,
@@ -197,12 +198,12 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 	if ctx == nil {
 		return nil, errs.Invalid(multiKind, m.name, "nil context")
 	}
-	if _, ok := core.OwnerID(ctx); !ok {
-		ctx = core.WithNewOwner(ctx)
+	if _, ok := holds.OwnerID(ctx); !ok {
+		ctx = holds.WithNewOwner(ctx)
 	}
 	// The sub-locks' holds and the MultiLock's own follow ctx through one ctx, which ends before
 	// them: a sub-lock whose ctx ends with the caller's is told from a lost one by it.
-	ctx, unfollow := core.Derive(ctx)
+	ctx, unfollow := holds.Derive(ctx)
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)

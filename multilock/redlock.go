@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // RedLock is the Redlock algorithm over N locks, one per independent Redis server (not replicas of
@@ -130,8 +131,8 @@ func (r *RedLock) acquire(ctx context.Context, wait, lease time.Duration) (conte
 	if ctx == nil {
 		return nil, errs.Invalid(redKind, r.name, "nil context")
 	}
-	if _, ok := core.OwnerID(ctx); !ok {
-		ctx = core.WithNewOwner(ctx)
+	if _, ok := holds.OwnerID(ctx); !ok {
+		ctx = holds.WithNewOwner(ctx)
 	}
 	var deadline time.Time
 	if wait > 0 {
@@ -245,13 +246,13 @@ collect:
 		return fail(fmt.Errorf("%w: acquired a majority, but the validity time ran out while doing so", errs.ErrNotAcquired))
 	}
 	lost := r.err(fmt.Errorf("%w: the validity time ended", errs.ErrLost))
-	parent, unfollow := core.Derive(ctx) // the tries' ctx carries no cancellation: nothing races it
+	parent, unfollow := holds.Derive(ctx) // the tries' ctx carries no cancellation: nothing races it
 	return newHold(r, redKind, r.name, parent, unfollow, subs, r.quorum, validUntil, lost), nil
 }
 
 // validity returns when the majority's validity ends: of the acquired locks with a fixed lease, the
 // quorum-th latest end. A sub-lock's ctx deadline already is its lease's end less the clock drift
-// allowance (core.Drift), counted from when it sent its try; moved back to the attempt's start, it
+// allowance (holds.Drift), counted from when it sent its try; moved back to the attempt's start, it
 // is start + L - drift(L), with the drift subtracted once. Zero when a majority has no fixed lease
 // (watchdog renewals keep it).
 func (r *RedLock) validity(start time.Time, got []answer) time.Time {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -29,7 +30,7 @@ func TestReleaseResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner, _ := core.OwnerID(inner)
+	owner, _ := hold.OwnerID(inner)
 	field := c.ID() + ":" + strconv.FormatInt(owner, 10)
 	cc := core.Of(c)
 	// The release's KEYS and ARGV, as its header names them.

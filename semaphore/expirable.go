@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 )
@@ -210,7 +211,7 @@ func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context
 			return ctx, err
 		}
 		lost := errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: lease of %v ended", errs.ErrLost, e.lease))
-		ctx, stop = context.WithDeadlineCause(ctx, start.Add(e.lease-core.Drift(e.lease)), lost)
+		ctx, stop = context.WithDeadlineCause(ctx, start.Add(e.lease-hold.Drift(e.lease)), lost)
 		return ctx, nil
 	}
 	release := func(held context.Context) error {

@@ -9,14 +9,13 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -47,15 +46,10 @@ type Config struct {
 	// Events, when set, receives every event, on the goroutine where it happens, as the fields of
 	// package redisync's Event in order, kind being its EventKind.
 	Events func(kind uint8, primitive, name string, wait, held time.Duration, handedOver, waited bool, cause error, channels, ended int)
+	// Conns, when set, is how the rueidis client dials: the holds are checked when a connection ends.
+	Conns *hold.ConnWatch
 	// NameMapper, when set, maps every object name before keys and channels are built from it.
 	NameMapper func(string) string
-}
-
-func (c *Config) logger() *slog.Logger {
-	if c.Logger != nil {
-		return c.Logger
-	}
-	return slog.Default()
 }
 
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
@@ -66,7 +60,8 @@ type Client struct {
 	id       string
 	cfg      Config
 	notifier *pubsub.Notifier
-	watchdog *watchdog
+	holds    *hold.Holds
+	ev       hold.Events
 	listings listings
 
 	// The scripts' ways to publish and to count a channel's subscribers: PUBLISH and PUBSUB NUMSUB,
@@ -79,10 +74,7 @@ type Client struct {
 
 	watchdogMs, windowMs string // the default lease and the wait window, as scripts take them
 
-	mu     sync.Mutex
-	holds  map[holdID]*hold
-	closed bool
-	done   <-chan struct{} // closed by Close
+	done <-chan struct{} // closed by Close
 }
 
 // New wraps rdb. When owns is true, Close closes rdb too.
@@ -112,7 +104,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		publish: "publish",
 		numsub:  "numsub",
 		counts:  !cluster || sharded,
-		holds:   make(map[holdID]*hold),
+		ev:      hold.Events{Func: cfg.Events, Logger: cfg.Logger},
 	}
 	c.done = c.Done()
 	if sharded {
@@ -121,7 +113,10 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
-	c.watchdog = newWatchdog(c.Resend, c.renewalFailed, cfg.WatchdogTimeout, cluster)
+	c.holds = hold.New(c.Sender, &c.ev, cfg.WatchdogTimeout, cluster)
+	if cfg.Conns != nil {
+		cfg.Conns.Attach(c.holds)
+	}
 	return c, nil
 }
 
@@ -152,17 +147,7 @@ func (c *Client) Close() error {
 	if !c.Shut() {
 		return nil
 	}
-	c.mu.Lock()
-	c.closed = true
-	all := make([]*hold, 0, len(c.holds))
-	for _, h := range c.holds {
-		all = append(all, h)
-	}
-	c.mu.Unlock()
-	c.watchdog.close()
-	for _, h := range all {
-		h.end(errs.ErrClosed)
-	}
+	c.holds.Close()
 	c.notifier.Close()
 	c.Drain()
 	return nil
@@ -183,12 +168,7 @@ func (c *Client) isClosed() bool {
 
 // Pending returns how many holds this client records and how many of them the watchdog renews:
 // after the last release, and what finishes in the background after it, both are 0 (leak checks).
-func (c *Client) Pending() (holds, renewals int) {
-	c.mu.Lock()
-	holds = len(c.holds)
-	c.mu.Unlock()
-	return holds, c.watchdog.len()
-}
+func (c *Client) Pending() (holds, renewals int) { return c.holds.Pending() }
 
 // waitWindow is how long a waiter's record in Redis says it will keep waiting without trying again:
 // twice the recheck interval, the longest a live waiter goes without a try.

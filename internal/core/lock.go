@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -336,9 +337,19 @@ func (l *Lock) field(owner int64) string {
 	return send.Numbered([]string{l.c.id}, owner) + l.spec.Suffix
 }
 
-// renewal says how the watchdog renews the hold of field.
-func (l *Lock) renewal(field string) renewal {
-	return renewal{script: l.plan.scripts[sRenew].s, keys: l.keysOf(sRenew), l: l, field: field}
+// Describe says what the lock is, for its holds' errors and events (hold.Object).
+func (l *Lock) Describe() (kind, name string, shared bool) { return l.spec.Kind, l.name, l.spec.Shared }
+
+// Field returns owner's field in the hash, and how the watchdog renews its hold (hold.Object).
+func (l *Lock) Field(owner int64) (string, hold.Renewal) {
+	field := l.field(owner)
+	return field, hold.Renewal{Script: l.plan.scripts[sRenew].s, Keys: l.keysOf(sRenew), By: l, Field: field}
+}
+
+// RenewArgs appends the renew script's ARGV for the hold of field to dst (hold.Renewal).
+func (l *Lock) RenewArgs(dst []string, field string) []string {
+	v := call{vField: field}
+	return l.appendArgs(dst, sRenew, &v)
 }
 
 // Lock waits without bound: see TryLock.
@@ -397,9 +408,9 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.
 	if ctx == nil {
 		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	owner, carried := OwnerID(ctx)
+	owner, carried := hold.OwnerID(ctx)
 	if !carried {
-		owner = lastOwner.Add(1) // a fresh owner, which the hold's ctx carries
+		owner = hold.NewOwner() // a fresh owner, which the hold's ctx carries
 	}
 	held, err := l.hold(ctx, owner, !carried, wait, lease)
 	if err != nil {
@@ -426,25 +437,26 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		}
 	}
 	m := c.observe(l.spec.Kind, l.name, &w)
-	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, owner, l.spec.Suffix}, wait, lease == 0)
+	held, wait, err := c.holds.Enter(ctx, &a.acq, l, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix}, wait, lease == 0)
 	if err != nil {
 		m.done(err)
 		return nil, err
 	}
-	a.v[vField], a.v[vOwner] = h.field, h.field[:len(h.field)-len(l.spec.Suffix)]
+	field := a.acq.Field()
+	a.v[vField], a.v[vOwner] = field, field[:len(field)-len(l.spec.Suffix)]
 	if a.v[vWaits] == "1" {
 		w.Channel = l.channel
 		if l.perOwner {
 			w.Channel += a.v[vOwner]
 		}
 	}
-	a.acq.h, a.held = h, held
+	a.held = held
 	a.v[vHeld] = strconv.Itoa(held)
 	a.v[vRid] = c.RequestID()
 	start, err := c.acquire(ctx, wait, w, m)
 	if err != nil {
 		m.done(err)
-		h.abort(lease == 0)
+		a.acq.Abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
 			(a.placed.Load() || !send.IsRedisError(err)) {
@@ -455,8 +467,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	if l.keptMemo(a.count, held) {
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
-	a.acq.waited = a.v[vTag] != ""
-	heldCtx := h.commit(ctx, &a.acq, lease, start, fresh)
+	heldCtx := a.acq.Commit(ctx, lease, start, fresh, a.v[vTag] != "")
 	m.done(nil)
 	if l.fenced {
 		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
@@ -466,7 +477,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 
 // attempt is one acquisition under way: its tries, and its record when it waits.
 type attempt struct {
-	acq    acq // what the hold records once acquired, in the same allocation; acq.h is set at enter
+	acq    hold.Acq // what the hold records once acquired, in the same allocation
 	l      *Lock
 	held   int // what Redis counted for the owner before it
 	v      call
@@ -532,8 +543,8 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 	l := a.l
 	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid], vLease: a.v[vLease]}
 	if !sure {
-		a.acq.h.retain()
-		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.h.settle)
+		a.acq.Retain()
+		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.Settle)
 		return
 	}
 	// Sure of it, the give-back is sent within send.RetryBound, and not after: the acquisition may try
@@ -560,8 +571,8 @@ func (l *Lock) keptMemo(count int64, held int) bool {
 
 // apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
 // next call waits until the try, and what it gives back, are over.
-func (a *attempt) apartStart() { a.acq.h.retain() }
-func (a *attempt) apartEnd()   { a.acq.h.settle() }
+func (a *attempt) apartStart() { a.acq.Retain() }
+func (a *attempt) apartEnd()   { a.acq.Settle() }
 
 // Tag names the waiter's record, unique to this acquisition, and makes its tries from now on leave
 // it: "<owner>:<n>:<grant>:<fenced>", where grant is the lease a release that hands the lock over
@@ -682,16 +693,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	owner, ok := OwnerID(ctx)
+	owner, ok := hold.OwnerID(ctx)
 	if !ok {
 		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	}
 	var v call
-	id := holdID{l.holdKey, owner, l.spec.Suffix}
-	if a := acqIn(ctx, l.c, id); a != nil && a.waited {
+	id := hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix}
+	if a := hold.In(ctx, l.c.holds, id); a != nil && a.Waited() {
 		v[vWaits] = "1"
 	}
-	err := l.c.release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
+	err := l.c.holds.Release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
 		if field == "" {
 			field, lease = l.field(owner), l.lease // a hold this client keeps no record of
 		}
@@ -713,7 +724,7 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 		s = s.Resent()
 	}
 	var buf [16]string
-	res := l.c.Send(detach(ctx), s, l.keysOf(sRelease), l.appendArgs(buf[:0], sRelease, v))
+	res := l.c.Send(hold.Detach(ctx), s, l.keysOf(sRelease), l.appendArgs(buf[:0], sRelease, v))
 	n, err := res.AsInt64()
 	switch {
 	case err != nil:
@@ -740,7 +751,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
 	if n == 1 { // every hold on the name went with the hash, or on the values of the tail
-		l.c.loseHolds(l.name, l.tail, fmt.Errorf("%w: forced unlock", errs.ErrLost))
+		l.c.holds.Lose(l.name, l.tail, fmt.Errorf("%w: forced unlock", errs.ErrLost))
 	}
 	return n == 1, nil
 }
@@ -757,21 +768,21 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if lease < time.Millisecond {
 		return errs.Invalid(l.spec.Kind, l.name, "lease %v: want at least 1ms", lease)
 	}
-	owner, ok := OwnerID(ctx)
+	owner, ok := hold.OwnerID(ctx)
 	if !ok {
 		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	}
 	if err := l.c.Closed(); err != nil {
 		return errs.Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
 	}
-	a := acqIn(ctx, l.c, holdID{l.holdKey, owner, l.spec.Suffix})
-	if a != nil && !a.extended(time.Time{}, 0) {
+	a := hold.In(ctx, l.c.holds, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix})
+	if a != nil && !a.Extended(time.Time{}, 0) {
 		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", errs.ErrNotHeld))
 	}
 	field := l.field(owner)
 	v := call{vField: field, vOwner: field[:len(field)-len(l.spec.Suffix)], vLease: ms(lease), vRid: l.c.RequestID()}
 	start := time.Now()
-	reply, notReplicated := l.c.SendAcquiring(detach(ctx), send.Bounds{}, l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
+	reply, notReplicated := l.c.SendAcquiring(hold.Detach(ctx), send.Bounds{}, l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
 	n, err := reply.AsInt64()
 	if err != nil {
 		return errs.Errorf(l.spec.Kind, l.name, err)
@@ -783,7 +794,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	case notReplicated != nil:
 		return errs.Errorf(l.spec.Kind, l.name, notReplicated) // Redis keeps it longer; the ctx keeps its end
 	}
-	if a != nil && !a.extended(start.Add(lease-Drift(lease)), lease) {
+	if a != nil && !a.Extended(start.Add(lease-hold.Drift(lease)), lease) {
 		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended before the extension was answered", errs.ErrNotHeld))
 	}
 	return nil
@@ -796,7 +807,7 @@ func (l *Lock) State(ctx context.Context) ([]int64, error) {
 		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	field := ""
-	if owner, ok := OwnerID(ctx); ok {
+	if owner, ok := hold.OwnerID(ctx); ok {
 		field = l.field(owner)
 	}
 	return l.state(ctx, field)
@@ -832,7 +843,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	field := ""
-	if owner, ok := OwnerID(ctx); ok {
+	if owner, ok := hold.OwnerID(ctx); ok {
 		field = l.field(owner)
 	}
 	return l.holdCount(ctx, field)
@@ -848,7 +859,7 @@ func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
 }
 
 func (l *Lock) holdCount(ctx context.Context, field string) (int, error) {
-	st, err := l.state(detach(ctx), field)
+	st, err := l.state(hold.Detach(ctx), field)
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -121,7 +122,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, w Wait, m *acq
 	// single try gets send.Overtime). Refused, they are sent again within the same bounds, but a single
 	// try within send.RetryBound: Redis answers a refusal at once, and a slot may move for longer than
 	// send.Overtime. What they give back is sent within bounds of its own.
-	tries := tries{undo: detach(ctx), within: send.Bounds{Lost: stop, Refused: stop}}
+	tries := tries{undo: hold.Detach(ctx), within: send.Bounds{Lost: stop, Refused: stop}}
 	if wait == 0 {
 		tries.within.Lost = time.Now().Add(send.Overtime)
 	}

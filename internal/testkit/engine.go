@@ -7,6 +7,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
 )
 
@@ -28,7 +29,7 @@ const StallBound = 12 * time.Second
 
 // Drift is how long before a fixed lease's end, counted from the acquiring command, a hold's ctx
 // ends.
-func Drift(lease time.Duration) time.Duration { return core.Drift(lease) }
+func Drift(lease time.Duration) time.Duration { return hold.Drift(lease) }
 
 // Holds returns how many owners' holds c records.
 func Holds(c *redisync.Client) int {

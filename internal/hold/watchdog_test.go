@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -30,12 +30,12 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("extend.lua", "rlock_renew.lua")
-		other := w.add(nil, renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}), false)
+		other := w.add(nil, Renewal{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, lostFunc(func(error) {}), false)
 		w.confirm(other, time.Now())
 
 		lost := make(chan time.Time, 1)
 		var cause error
-		e := w.add(nil, renewal{script: script, keys: []string{"late"}, args: []string{"o"}}, lostFunc(func(err error) {
+		e := w.add(nil, Renewal{Script: script, Keys: []string{"late"}, Args: []string{"o"}}, lostFunc(func(err error) {
 			cause = err
 			lost <- time.Now()
 		}), false)

@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestWatchdogBatches(t *testing.T) {
 			defer w.close()
 			for i := 0; i < holds; i++ {
 				key := "lock-" + strconv.Itoa(i)
-				e := w.add(nil, renewal{script: script, keys: []string{key}, args: []string{"owner"}}, lostFunc(func(error) {}), false)
+				e := w.add(nil, Renewal{Script: script, Keys: []string{key}, Args: []string{"owner"}}, lostFunc(func(error) {}), false)
 				w.confirm(e, time.Now())
 			}
 			w.renew(context.Background(), false)
