@@ -32,6 +32,7 @@ import (
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -175,7 +176,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) error {
 	if wait > 0 {
 		stop = time.Now().Add(wait + send.Overtime)
 	}
-	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{
+	_, err := l.c.Acquire(ctx, kind, l.name, wait, waiting.Wait{
 		Channel: l.channel,
 		Weight:  1,
 		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a

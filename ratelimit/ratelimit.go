@@ -49,6 +49,7 @@ import (
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -156,7 +157,7 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		a.deadline = time.Now().Add(wait)
 	}
 	// No Channel: nothing announces freed permits, and each try says how long to sleep.
-	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{Tries: a})
+	_, err := l.c.Acquire(ctx, kind, l.name, wait, waiting.Wait{Tries: a})
 	if err != nil {
 		return errs.Errorf(kind, l.name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -158,7 +159,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
 	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), leaseMs}, ids...)
-	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
+	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, waiting.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
 		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	for i, id := range ids {

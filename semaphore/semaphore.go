@@ -43,6 +43,7 @@ import (
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -188,7 +189,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	// first try, the usual case, sends and builds no record.
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
 		argRid: s.c.RequestID()}
-	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
+	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
@@ -272,10 +273,10 @@ func (a *acquisition) Tag() string {
 }
 
 // Claim takes the permits that a release took for this waiter, if it did so after the waiter's last
-// try (see core.GrantFor), and has the grant deleted, which only a later try or a give-back would
+// try (see waiting.GrantFor), and has the grant deleted, which only a later try or a give-back would
 // read: soon, batched with other deletes of the Client, and off the waiter's path.
 func (a *acquisition) Claim(payload string) bool {
-	if _, ok := core.GrantFor(payload, a.score); !ok {
+	if _, ok := waiting.GrantFor(payload, a.score); !ok {
 		return false
 	}
 	a.s.c.DeleteLater(a.s.keys[5], a.args[argRecord])

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -55,6 +56,7 @@ type Config struct {
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
 type Client struct {
 	*send.Sender
+	*waiting.Waiter
 	rdb      rueidis.Client
 	cluster  bool
 	id       string
@@ -113,6 +115,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
+	c.Waiter = waiting.New(c.Sender, c.notifier, &c.ev, cfg.Recheck, cfg.StallBound)
 	c.holds = hold.New(c.Sender, &c.ev, cfg.WatchdogTimeout, cluster)
 	if cfg.Conns != nil {
 		cfg.Conns.Attach(c.holds)

@@ -16,6 +16,7 @@ import (
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -426,9 +427,9 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	c := l.c
 	a := &attempt{l: l}
 	a.v[vLease] = l.leaseArg(lease)
-	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, lease: lease}
-	if w.lease == 0 {
-		w.lease = c.cfg.WatchdogTimeout
+	w := waiting.Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Lease: lease, Hold: &a.acq}
+	if w.Lease == 0 {
+		w.Lease = c.cfg.WatchdogTimeout
 	}
 	if l.backoff == nil && wait != 0 { // a spinning waiter listens to nothing: each try's wait is its policy's
 		a.v[vWaits] = "1"
@@ -436,10 +437,10 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 			w.Grants, w.Wake = a, l.wake
 		}
 	}
-	m := c.observe(l.spec.Kind, l.name, &w)
+	m := c.Observe(l.spec.Kind, l.name, &w)
 	held, wait, err := c.holds.Enter(ctx, &a.acq, l, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix}, wait, lease == 0)
 	if err != nil {
-		m.done(err)
+		m.Done(err)
 		return nil, err
 	}
 	field := a.acq.Field()
@@ -453,9 +454,9 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	a.held = held
 	a.v[vHeld] = strconv.Itoa(held)
 	a.v[vRid] = c.RequestID()
-	start, err := c.acquire(ctx, wait, w, m)
+	start, err := c.Run(ctx, wait, w, m)
 	if err != nil {
-		m.done(err)
+		m.Done(err)
 		a.acq.Abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
 		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
@@ -468,7 +469,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
 	heldCtx := a.acq.Commit(ctx, lease, start, fresh, a.v[vTag] != "")
-	m.done(nil)
+	m.Done(nil)
 	if l.fenced {
 		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
 	}
@@ -569,11 +570,6 @@ func (l *Lock) keptMemo(count int64, held int) bool {
 	return count != int64(held)+1 || len(l.tail) > 0
 }
 
-// apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
-// next call waits until the try, and what it gives back, are over.
-func (a *attempt) apartStart() { a.acq.Retain() }
-func (a *attempt) apartEnd()   { a.acq.Settle() }
-
 // Tag names the waiter's record, unique to this acquisition, and makes its tries from now on leave
 // it: "<owner>:<n>:<grant>:<fenced>", where grant is the lease a release that hands the lock over
 // gives ('0': a wake-up only, as for an acquisition that must wait for replicas, which only a try of
@@ -619,7 +615,7 @@ func (a *attempt) List(ctx context.Context) error {
 
 // Claim takes a hand-over made after the last try (see GrantFor).
 func (a *attempt) Claim(payload string) bool {
-	token, ok := GrantFor(payload, a.score)
+	token, ok := waiting.GrantFor(payload, a.score)
 	if ok {
 		a.count, a.token = int64(a.held)+1, token
 	}
@@ -910,4 +906,14 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// retryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL
+// rounds down, so the waiter waits one millisecond more than reported, or it would often try just
+// before the expiry and then wait a whole recheck interval; a key without expiry (-1) is unknown.
+func retryIn(pttl int64) time.Duration {
+	if pttl < 0 {
+		return -1
+	}
+	return time.Duration(pttl+1) * time.Millisecond
 }

@@ -1,4 +1,4 @@
-package core
+package waiting
 
 import (
 	"context"
@@ -159,7 +159,7 @@ func TestAcquireGivesBackLateTry(t *testing.T) {
 	tries, undone := 0, 0
 	var lateReturned time.Time
 	start, err := cc.Acquire(context.Background(), "test", "undo", time.Minute, Wait{
-		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, lease: lease,
+		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
 		Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 			tries++
 			if tries == 1 {
@@ -207,7 +207,7 @@ func TestAcquireHandOver(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				_, err := cc.Acquire(context.Background(), "test", "undo", time.Minute, Wait{
-					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, lease: lease,
+					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
 					Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 						return tries.Add(1) > 2, time.Minute, nil // the first two fail: before and after subscribing
 					}},
