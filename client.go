@@ -16,17 +16,10 @@ import (
 // client, a random UUID that identifies this client in the owner fields it writes, one Pub/Sub
 // notifier and one lease watchdog. It is safe for concurrent use; one per process is usually right.
 // Make one with New or Wrap.
-type Client struct{ c *core.Client }
+type Client struct{ engine }
 
-// The sub-packages reach the machinery behind a Client through core.Of.
-func init() {
-	core.SetUnwrap(func(c any) *core.Client {
-		if c := c.(*Client); c != nil {
-			return c.c
-		}
-		return nil
-	})
-}
+// engine is embedded under a name of its own, so that the field is unexported.
+type engine = core.Engine
 
 // Option configures a Client.
 type Option func(*options)
@@ -195,22 +188,22 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, conns *hold.C
 	if err != nil {
 		return nil, err
 	}
-	return &Client{c}, nil
+	return &Client{core.Embed(c)}, nil
 }
 
 // Close stops the watchdog and the notifier (and closes the connection if New opened it). It releases
 // nothing: locks still held stop being renewed and expire within one watchdog timeout, or at the end
 // of their fixed lease, and the contexts of their holders end with ErrClosed. Waiters return
 // ErrClosed. Unlock before Close to release at once.
-func (c *Client) Close() error { return c.c.Close() }
+func (c *Client) Close() error { return core.Of(c).Close() }
 
 // ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
-func (c *Client) ID() string { return c.c.Value("client") }
+func (c *Client) ID() string { return core.Of(c).Value("client") }
 
 // Notifier returns the Client's notifier, which every waiter of its primitives parks on: one
 // subscription connection, shared per channel. A primitive of one's own waits on it too (see the
 // pubsub package).
-func (c *Client) Notifier() *pubsub.Notifier { return c.c.Notifier() }
+func (c *Client) Notifier() *pubsub.Notifier { return core.Of(c).Notifier() }
 
 // Redis returns the underlying rueidis client.
-func (c *Client) Redis() rueidis.Client { return c.c.RDB() }
+func (c *Client) Redis() rueidis.Client { return core.Of(c).RDB() }

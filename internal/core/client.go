@@ -219,13 +219,22 @@ func (c *Client) Value(name string) string {
 // ms formats d in milliseconds, as scripts take durations.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// unwrap returns the Client behind a *redisync.Client. Package redisync sets it in its init, as this
-// package cannot import it; every package that holds a *redisync.Client has imported redisync, so it
-// is set before anyone can call Of.
-var unwrap func(any) *Client
+// Engine is what package redisync's Client embeds: the packages of the primitives reach the Client
+// behind it with Of, by import, and its users see no method of it.
+type Engine struct{ c *Client }
 
-// SetUnwrap is for package redisync's init only.
-func SetUnwrap(f func(any) *Client) { unwrap = f }
+// Embed returns the Engine of c.
+func Embed(c *Client) Engine { return Engine{c} }
+
+func (e Engine) engine() *Client { return e.c }
 
 // Of returns the Client behind c, a *redisync.Client (nil for a nil one).
-func Of(c any) *Client { return unwrap(c) }
+func Of[T any, P interface {
+	*T
+	engine() *Client
+}](c P) *Client {
+	if c == nil {
+		return nil
+	}
+	return c.engine()
+}
