@@ -30,16 +30,11 @@ func quickClient() (*redisync.Client, func()) {
 
 // quickStart is the README's quick start for package fairlock.
 func quickStart(ctx context.Context, c *redisync.Client) error {
-	lock, err := fairlock.New(c, "release-train")
+	lock, err := fairlock.New(c, "release-train") // granted in arrival order, across every process
 	if err != nil {
 		return err
 	}
-	ctx, err = lock.Lock(ctx) // granted in arrival order, across every process
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock(ctx)
-	return ship(ctx)
+	return lock.Do(ctx, ship)
 }
 
 func ship(ctx context.Context) error {

@@ -22,23 +22,11 @@ func quickStart(ctx context.Context, c1, c2, c3 *redisync.Client) error {
 		}
 		locks = append(locks, l)
 	}
-	all, err := multilock.New(locks...) // all or none
+	all, err := multilock.New(locks...) // all or none; NewRedLock(locks...): a majority
 	if err != nil {
 		return err
 	}
-	held, err := all.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	if err := all.Unlock(held); err != nil {
-		return err
-	}
-
-	majority, err := multilock.NewRedLock(locks...) // a majority; read its doc first
-	if err != nil {
-		return err
-	}
-	return majority.Do(ctx, func(ctx context.Context) error { return ship(ctx) })
+	return all.Do(ctx, ship)
 }
 
 // quickStartGroup is the README's quick start for Group.
@@ -47,12 +35,7 @@ func quickStartGroup(ctx context.Context, c *redisync.Client) error {
 	if err != nil {
 		return err
 	}
-	ctx, err = g.Lock(ctx) // every value or none, in one command
-	if err != nil {
-		return err
-	}
-	defer g.Unlock(ctx)
-	return ship(ctx)
+	return g.Do(ctx, ship) // every value or none, in one command
 }
 
 func ship(ctx context.Context) error {

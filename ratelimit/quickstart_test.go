@@ -35,21 +35,11 @@ func quickStart(ctx context.Context, c *redisync.Client) error {
 	if err != nil {
 		return err
 	}
-	// The first to come sets the rate.
+	// The first process to come sets the rate.
 	if _, err := rl.TrySetRate(ctx, ratelimit.Config{Rate: 10000, Interval: time.Hour}); err != nil {
 		return err
 	}
-	if err := rl.Acquire(ctx, 10); err != nil { // waits until the window has room; TryAcquire(ctx, n, wait) bounds it
-		return err
-	}
-	if err := rl.Release(ctx, 6); err != nil { // gives back permits taken and not used
-		return err
-	}
-	if _, err := rl.UpdateRate(ctx, ratelimit.Config{Rate: 20000, Interval: time.Hour}, ratelimit.KeepState()); err != nil {
-		return err
-	}
-	_, err = rl.Expire(ctx, 48*time.Hour) // ClearExpire(ctx), TTL(ctx)
-	return err
+	return rl.Acquire(ctx, 10) // waits until the sliding window has room
 }
 
 func Example_quickStart() {
@@ -62,5 +52,5 @@ func Example_quickStart() {
 	rl, _ := ratelimit.New(c, "mail-relay")
 	n, _ := rl.Available(ctx)
 	fmt.Println("permits left in the window:", n)
-	// Output: permits left in the window: 19990
+	// Output: permits left in the window: 9990
 }

@@ -130,6 +130,65 @@ func TestLockTryResentAfterItsRecord(t *testing.T) {
 	}
 }
 
+// TestLockTryResentUnlockLeavesItFree: a waiter's try records the waiter and its answer is lost; the
+// holder's lease ends meanwhile, and the try, sent again, acquires the free lock. The waiter's own
+// Unlock must then leave the lock free, for anyone to take: a try that acquires removes its waiter's
+// record whether or not it knows that a try recorded it. A record left behind had the release find
+// the waiter recorded and hand the lock back to it, the owner that had just released it, so that a
+// successful Unlock left the lock held until the waiter's Client heard the grant and gave it back
+// (the soak's "a successful Unlock left the hold").
+func TestLockTryResentUnlockLeavesItFree(t *testing.T) {
+	own := testkit.Own(t)
+	proxy := redistest.StartProxy(t, own.Servers[0].Addr)
+	through := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers}
+	h, w, o := own.Client(t), through.Client(t), own.Client(t)
+	const name = "resent-unlock"
+	ctx := context.Background()
+	hl := must1(rlock.New(h, name, rlock.WithLease(time.Second)))
+	hheld, err := hl.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // its lease has ended: the Unlock only lets the holder's Client forget it
+		if err := hl.Unlock(hheld); !errors.Is(err, redisync.ErrNotHeld) {
+			t.Errorf("holder's Unlock after its lease: %v, want ErrNotHeld", err)
+		}
+	}()
+	// The waiter's try once it listens, which records it (rlock_acquire.lua: 5 KEYS, 10 ARGV, the
+	// last its tag).
+	f := proxy.Arm(redistest.Rule{Cut: redistest.HoldReply, Key: name,
+		Match: func(args []string) bool { return len(args) == 3+5+10 && args[2] == "5" && args[len(args)-1] != "" }})
+	t.Cleanup(f.Release)
+	lw := must1(rlock.New(w, name))
+	got := testkit.Background(func() (context.Context, error) { return lw.TryLock(ctx, 10*time.Second) })
+	if !f.Wait(5 * time.Second) {
+		t.Fatal("the waiter's recording try did not reach Redis")
+	}
+	rdb := own.Redis(t)
+	testkit.Eventually(t, 5*time.Second, func() error { // the holder's lease ends
+		if n := testkit.DoString(t, rdb, "EXISTS", name); n != "0" {
+			return errors.New("the holder's lease has not ended yet")
+		}
+		return nil
+	})
+	proxy.Drop() // the try's answer is lost: it is sent again, and acquires the free lock
+	held := testkit.Await(t, got, "the waiter's TryLock")
+	if err := lw.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	if v := testkit.DoString(t, rdb, "HGETALL", name); v != "" {
+		t.Fatalf("the lock is held after its only holder's Unlock: %s", v)
+	}
+	ol := must1(rlock.New(o, name))
+	oheld, err := ol.TryLock(ctx, 0)
+	if err != nil {
+		t.Fatalf("another Client's TryLock after the Unlock: %v", err)
+	}
+	if err := ol.Unlock(oheld); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFairTryResentAfterItsGrant: a fair lock waiter's try is answered, and its answer lost; the
 // holder's release hands the lock to the waiter meanwhile, marking its record. The try, sent again,
 // finds the lock counted for its owner and takes it as what its first send did: it must take the

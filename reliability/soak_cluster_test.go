@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 // moves among the faults: every few hundred milliseconds the slot of one of the soak's objects moves
 // to another master (key by key or in one MIGRATE, sometimes slowly), so that over the run each
 // object's slot goes back and forth while every primitive contends on it, beside stalls, blocked
-// commands and killed Pub/Sub connections of one node at a time, and lost requests and replies. It
-// ends, as TestSoak does, with every permit back and every lock free.
+// commands, killed Pub/Sub connections and restarts without persistence of one node at a time (the
+// node comes back empty with its slots, as its cluster config file keeps them), and lost requests
+// and replies. It ends, as TestSoak does, with every permit back and every lock free.
 //
 // cd reliability && go test -race -run 'TestSoakCluster$' -soak=5m -v . for the long form.
 func TestSoakCluster(t *testing.T) {
@@ -30,18 +32,30 @@ func TestSoakCluster(t *testing.T) {
 		}
 	}
 	tg := &testkit.Target{Name: "cluster", Addrs: cl.Addrs, Servers: cl.Masters}
+	var moving sync.Mutex // a restart waits for the slot move under way: it would leave it half done
 	soak(t, soakEnv{
-		tg:   tg,
-		rdb:  tg.Redis(t), // the checks send no script: the proxies never cut them
-		arm:  cl.Arm,
-		more: func(ctx context.Context, objects []string, count func(string)) { moveSlots(t, ctx, cl, objects, count) },
+		tg:  tg,
+		rdb: tg.Redis(t), // the checks send no script: the proxies never cut them
+		arm: cl.Arm,
+		more: func(ctx context.Context, objects []string, count func(string)) {
+			moveSlots(t, ctx, cl, &moving, objects, count)
+		},
+		restart: func(srv *redistest.Server) error {
+			moving.Lock()
+			defer moving.Unlock()
+			if err := srv.Restart(); err != nil {
+				return err
+			}
+			_, err := srv.Do("CONFIG", "SET", "cluster-node-timeout", "10000") // set at run time: not kept
+			return err
+		},
 	})
 }
 
 // moveSlots moves the slot of a random object to another master every few hundred milliseconds until
 // ctx ends, and finishes a move that a stalled node failed (a slot left migrating would refuse every
 // script on it).
-func moveSlots(t *testing.T, ctx context.Context, cl *redistest.Cluster, objects []string, count func(string)) {
+func moveSlots(t *testing.T, ctx context.Context, cl *redistest.Cluster, moving *sync.Mutex, objects []string, count func(string)) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -65,19 +79,27 @@ func moveSlots(t *testing.T, ctx context.Context, cl *redistest.Cluster, objects
 		if how.PerKey {
 			kind = "slot move, key by key"
 		}
+		moving.Lock()
 		count(kind)
-		for start := time.Now(); ; {
-			mctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := cl.MoveSlot(mctx, slot, to, how)
-			cancel()
-			if err == nil {
-				break
-			}
-			if time.Since(start) > time.Minute {
-				t.Errorf("slot %d could not be moved for a minute: %v", slot, err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // a node stalled under the move: finish it
+		err = moveUntilDone(cl, slot, to, how)
+		moving.Unlock()
+		if err != nil {
+			t.Errorf("slot %d could not be moved for a minute: %v", slot, err)
+			return
 		}
+	}
+}
+
+// moveUntilDone moves slot to to, again after a failure (a node stalled under the move: the next
+// attempt finishes it) for up to a minute.
+func moveUntilDone(cl *redistest.Cluster, slot int, to *redistest.Server, how redistest.SlotMove) error {
+	for start := time.Now(); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := cl.MoveSlot(ctx, slot, to, how)
+		cancel()
+		if err == nil || time.Since(start) > time.Minute {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

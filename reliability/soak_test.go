@@ -132,23 +132,23 @@ func TestSoak(t *testing.T) {
 	srv := own.Servers[0]
 	proxy := redistest.StartProxy(t, srv.Addr)
 	soak(t, soakEnv{
-		tg:       &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers},
-		rdb:      own.Redis(t), // straight to the server: the checks are never cut
-		arm:      proxy.Arm,
-		restarts: true,
+		tg:      &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: own.Servers},
+		rdb:     own.Redis(t), // straight to the server: the checks are never cut
+		arm:     proxy.Arm,
+		restart: (*redistest.Server).Restart,
 	})
 }
 
 // soakEnv is where a soak runs: tg's clients reach its servers through proxies that arm cuts, rdb
 // reaches them for the checks, more, when set, injects faults of the deployment's own to the soak's
-// objects (it runs until ctx ends, and counts each fault it injects by its kind), and restarts has
-// servers restarted without persistence among the faults.
+// objects (it runs until ctx ends, and counts each fault it injects by its kind), and restart, when
+// set, restarts a server without persistence, which is then one of the faults.
 type soakEnv struct {
-	tg       *testkit.Target
-	rdb      rueidis.Client
-	arm      func(redistest.Rule) *redistest.Fault
-	more     func(ctx context.Context, objects []string, count func(kind string))
-	restarts bool
+	tg      *testkit.Target
+	rdb     rueidis.Client
+	arm     func(redistest.Rule) *redistest.Fault
+	more    func(ctx context.Context, objects []string, count func(kind string))
+	restart func(*redistest.Server) error
 }
 
 // soak runs TestSoak's workload and faults on env.
@@ -444,7 +444,7 @@ func soak(t *testing.T, env soakEnv) {
 		}
 		inject("restart", "without persistence")
 		restartsBegun.Add(1)
-		if err := srv.Restart(); err != nil {
+		if err := env.restart(srv); err != nil {
 			t.Errorf("restart: %v", err)
 			return
 		}
@@ -473,8 +473,12 @@ func soak(t *testing.T, env soakEnv) {
 			serverFaults.Add(1) // see calm
 			serverFaultUntil.Store(time.Now().Add(2500*time.Millisecond + time.Second).UnixNano())
 			srv := tg.Servers[rand.IntN(len(tg.Servers))]
-			f := rand.IntN(11)
-			if f == 10 && env.restarts {
+			kinds := 10 // two of each kind below, and a restart where the deployment has them
+			if env.restart != nil {
+				kinds++
+			}
+			f := rand.IntN(kinds)
+			if f == 10 {
 				restart(srv)
 				continue
 			}

@@ -34,23 +34,10 @@ func quickStart(ctx context.Context, c *redisync.Client) error {
 	if err != nil {
 		return err
 	}
-	read, err := rw.ReadLock().Lock(ctx) // many readers at once
-	if err != nil {
+	if err := rw.ReadLock().Do(ctx, check); err != nil { // many readers at once
 		return err
 	}
-	err = check(read)
-	rw.ReadLock().Unlock(read)
-	if err != nil {
-		return err
-	}
-
-	// From ctx, not from read: the read lock's owner would be refused (rwlock.ErrUpgrade).
-	write, err := rw.WriteLock().Lock(ctx) // one writer, no reader
-	if err != nil {
-		return err
-	}
-	defer rw.WriteLock().Unlock(write)
-	return migrate(write)
+	return rw.WriteLock().Do(ctx, migrate) // one writer, and no reader beside it
 }
 
 func check(ctx context.Context) error {

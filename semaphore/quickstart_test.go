@@ -38,7 +38,7 @@ func quickStart(ctx context.Context, c *redisync.Client) error {
 	if _, err := sem.TrySetPermits(ctx, 3); err != nil { // only if it was never set
 		return err
 	}
-	return sem.Do(ctx, 1, func(ctx context.Context) error { return transcode(ctx) })
+	return sem.Do(ctx, 1, transcode) // at most 3 at once, across every process
 }
 
 func transcode(context.Context) error {
@@ -55,12 +55,7 @@ func quickStartExpirable(ctx context.Context, c *redisync.Client) error {
 	if _, err := sem.TrySetPermits(ctx, 10); err != nil {
 		return err
 	}
-	ids, err := sem.Acquire(ctx, 1) // a permit id; it returns to the pool after its lease
-	if err != nil {
-		return err
-	}
-	defer sem.Release(ctx, ids...)
-	return sem.UpdateLease(ctx, ids[0], time.Minute) // still working: extend it
+	return sem.Do(ctx, 1, transcode) // a process that dies holding it gives it back after a minute
 }
 
 func Example_quickStart() {
@@ -77,6 +72,7 @@ func Example_quickStart() {
 	n, _ := quota.Available(ctx)
 	fmt.Println("api-quota permits back in the pool:", n)
 	// Output:
+	// transcoded holding a permit
 	// transcoded holding a permit
 	// api-quota permits back in the pool: 10
 }

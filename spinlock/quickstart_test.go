@@ -34,12 +34,7 @@ func quickStart(ctx context.Context, c *redisync.Client) error {
 	if err != nil {
 		return err
 	}
-	ctx, err = lock.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock(ctx)
-	return render(ctx)
+	return lock.Do(ctx, render) // Lock, render, Unlock: also when render panics
 }
 
 func render(ctx context.Context) error {
