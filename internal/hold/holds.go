@@ -483,16 +483,47 @@ func (c *Holds) Release(ctx context.Context, id ID, run func(field string, held 
 	if a == nil {
 		return errs.ErrNotHeld
 	}
+	b, err := h.bookRelease(a)
+	if err != nil {
+		return err
+	}
+	remaining, err := run(h.field, b.held, a.lease(), a.rid, b.resent)
+	switch {
+	case err == nil:
+		h.releasedIn(a, remaining)
+	case errors.Is(err, errs.ErrNotHeld):
+		h.mu.Lock()
+		h.settled()
+		h.mu.Unlock()
+		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", errs.ErrLost)))
+	default:
+		h.releaseFailed(a, b, err)
+	}
+	return err
+}
+
+// booking is a release on its way: how many acquisitions Redis counts for the owner, whether it is
+// sent again under the request id of one that got no answer, and the watchdog's entries it stopped.
+type booking struct {
+	held               int
+	resent             bool
+	stopped, unchecked *entry
+}
+
+// bookRelease waits until a's release may be sent (no other call of the hold on its way), and
+// books it: when a is the last acquisition the watchdog keeps, or the last with a fixed lease, its
+// renewal or check stops first. An acquisition released already, or not the innermost of an
+// exclusive hold, is refused.
+func (h *hold) bookRelease(a *Acq) (booking, error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	for {
 		i := slices.Index(h.stack, a)
 		switch {
 		case a.releasing, i < 0: // released, or lost while the record lives on for other acquisitions
-			h.mu.Unlock()
-			return errs.ErrNotHeld
+			return booking{}, errs.ErrNotHeld
 		case !h.shared && i != len(h.stack)-1:
-			h.mu.Unlock()
-			return errs.ErrNotInnermost
+			return booking{}, errs.ErrNotInnermost
 		}
 		if h.busy == 0 {
 			break
@@ -507,72 +538,66 @@ func (c *Holds) Release(ctx context.Context, id ID, run func(field string, held 
 	}
 	a.releasing = true
 	h.busy = 1
-	held := h.held()
-	resent := a.rid != ""
-	if !resent {
-		a.rid = c.s.RequestID()
+	b := booking{held: h.held(), resent: a.rid != ""}
+	if !b.resent {
+		a.rid = h.c.s.RequestID()
 	}
-	var stopped, unchecked *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
-		stopped, h.entry = h.entry, nil
-		c.watchdog.remove(stopped)
+		b.stopped, h.entry = h.entry, nil
+		h.c.watchdog.remove(b.stopped)
 	}
 	if !a.watched && h.fixed == 1 && h.checked != nil { // nor may a check find it released
-		unchecked, h.checked = h.checked, nil
-		c.watchdog.remove(unchecked)
+		b.unchecked, h.checked = h.checked, nil
+		h.c.watchdog.remove(b.unchecked)
 	}
-	h.mu.Unlock()
+	return b, nil
+}
 
-	remaining, err := run(h.field, held, a.lease(), a.rid, resent)
-	switch {
-	case err == nil:
-		a.released.Store(true)
-		h.mu.Lock()
-		h.drop(a)
-		var rest []*Acq
-		if remaining <= 0 {
-			// Redis holds nothing more for the owner: whatever else this client counted is gone.
-			rest = h.takeAll()
-		} else {
-			h.extra = max(int(remaining)-len(h.stack), 0) // what Redis counts beyond the stack
-		}
-		h.settled()
-		h.mu.Unlock()
-		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
-		a.finish(errs.ErrReleased)
-		h.released(a)
-		if len(rest) > 0 {
-			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", errs.ErrLost))
-			for _, r := range rest {
-				r.finish(cause)
-			}
-			h.ended(rest, cause)
-		}
-		return nil
-	case errors.Is(err, errs.ErrNotHeld):
-		h.mu.Lock()
-		h.settled()
-		h.mu.Unlock()
-		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", errs.ErrLost)))
-		return err
-	default:
-		h.mu.Lock()
-		a.releasing = false
-		if !send.IsConnectionError(err) {
-			a.rid = "" // answered: Redis refused it, and changed nothing
-		}
-		if stopped != nil && h.entry == nil {
-			h.entry = stopped
-			c.watchdog.readd(stopped)
-		}
-		if unchecked != nil && h.checked == nil {
-			h.checked = unchecked
-			c.watchdog.readd(unchecked)
-		}
-		h.settled()
-		h.mu.Unlock()
-		return err
+// releasedIn records that Redis released a, and counts remaining acquisitions for the owner.
+func (h *hold) releasedIn(a *Acq, remaining int64) {
+	a.released.Store(true)
+	h.mu.Lock()
+	h.drop(a)
+	var rest []*Acq
+	if remaining <= 0 {
+		// Redis holds nothing more for the owner: whatever else this client counted is gone.
+		rest = h.takeAll()
+	} else {
+		h.extra = max(int(remaining)-len(h.stack), 0) // what Redis counts beyond the stack
 	}
+	h.settled()
+	h.mu.Unlock()
+	h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
+	a.finish(errs.ErrReleased)
+	h.released(a)
+	if len(rest) > 0 {
+		cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", errs.ErrLost))
+		for _, r := range rest {
+			r.finish(cause)
+		}
+		h.ended(rest, cause)
+	}
+}
+
+// releaseFailed leaves the hold as it was before the release b of a, renewal included, so that the
+// caller may try again: under the same request id when the release may have run (err is the
+// connection's).
+func (h *hold) releaseFailed(a *Acq, b booking, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a.releasing = false
+	if !send.IsConnectionError(err) {
+		a.rid = "" // answered: Redis refused it, and changed nothing
+	}
+	if b.stopped != nil && h.entry == nil {
+		h.entry = b.stopped
+		h.c.watchdog.readd(b.stopped)
+	}
+	if b.unchecked != nil && h.checked == nil {
+		h.checked = b.unchecked
+		h.c.watchdog.readd(b.unchecked)
+	}
+	h.settled()
 }
 
 // drop removes a from the stack. h.mu is held.

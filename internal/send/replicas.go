@@ -198,7 +198,7 @@ func (c *Sender) runAcked(ctx context.Context, b Bounds, s *lua.Script, keys, ar
 	if want == 0 && !ri.waitAOF {
 		return s.Exec(ctx, c.rdb, keys, args) // nothing to wait for: a master without replicas
 	}
-	// Within a try's bound (wait.go), WAIT gives up in time for its answer to come back before it:
+	// Within a try's bound (package waiting), WAIT gives up in time for its answer to come back before it:
 	// the caller learns that the replicas lag, and what was acquired is given back before it returns.
 	timeout := c.ackTimeout
 	if !b.Refused.IsZero() {
@@ -216,28 +216,35 @@ func (c *Sender) runAcked(ctx context.Context, b Bounds, s *lua.Script, keys, ar
 	if res[0].Error() != nil {
 		return res[0] // the script failed: it wrote nothing to acknowledge
 	}
-	fail := func(acked int64, err error) rueidis.RedisResult {
+	if acked, err := acknowledged(res[1:], want > 0, need, ri.waitAOF); err != nil || acked < need {
 		c.replicas.forget(slot)
 		return rueidis.NewErrorResult(&replicationError{acked: acked, want: need, reply: res[0], err: err})
 	}
-	i := 1
-	if want > 0 {
-		acked, err := res[i].AsInt64()
-		if err != nil || acked < need {
-			return fail(acked, err)
+	return res[0]
+}
+
+// acknowledged reads the answers of WAIT (when waited) and WAITAOF (aof): how many replicas
+// acknowledged the write, or need when WAIT was not sent, and an error when either failed or the
+// master did not fsync its AOF in time.
+func acknowledged(res []rueidis.RedisResult, waited bool, need int64, aof bool) (int64, error) {
+	acked := need
+	if waited {
+		var err error
+		if acked, err = res[0].AsInt64(); err != nil || acked < need {
+			return acked, err
 		}
-		i++
+		res = res[1:]
 	}
-	if ri.waitAOF {
-		local, err := res[i].AsIntSlice()
+	if aof {
+		local, err := res[0].AsIntSlice()
 		if err == nil && (len(local) == 0 || local[0] < 1) {
 			err = errors.New("the master did not fsync its AOF in time")
 		}
 		if err != nil {
-			return fail(0, err)
+			return 0, err
 		}
 	}
-	return res[0]
+	return acked, nil
 }
 
 // AcksReplicas reports whether an acquisition of key waits for replicas: a release must not hand key
