@@ -76,7 +76,6 @@ type Client struct {
 
 	watchdogMs, windowMs string // the default lease and the wait window, as scripts take them
 
-	done <-chan struct{} // closed by Close
 }
 
 // New wraps rdb. When owns is true, Close closes rdb too.
@@ -108,7 +107,6 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		counts:  !cluster || sharded,
 		ev:      hold.Events{Func: cfg.Events, Logger: cfg.Logger},
 	}
-	c.done = c.Done()
 	if sharded {
 		c.publish, c.numsub = "spublish", "shardnumsub"
 	}
@@ -158,16 +156,6 @@ func (c *Client) Close() error {
 
 // Notifier returns the client's notifier.
 func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
-
-// closed reports whether Close was called.
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
 
 // Pending returns how many holds this client records and how many of them the watchdog renews:
 // after the last release, and what finishes in the background after it, both are 0 (leak checks).

@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 // newMini returns a Client on an embedded server (testkit.Mini cannot be used here: it imports this
@@ -19,11 +20,7 @@ func newMini(t *testing.T) *Client {
 // newMiniServer is newMini that returns the server too.
 func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Client) {
 	t.Helper()
-	m := miniredis.RunT(t)
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, rdb := redistest.Mini(t)
 	c, err := New(rdb, true, Config{StallBound: 12 * time.Second}) // as package redisync gives rueidis's defaults
 	if err != nil {
 		t.Fatal(err)

@@ -7,21 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/send"
 )
 
 // newMini returns the holds of a client on an embedded server.
 func newMini(t *testing.T) *Holds {
 	t.Helper()
-	m := miniredis.RunT(t)
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rdb := redistest.Mini(t)
 	s := send.New(rdb, true, "test", 0, 0)
 	c := New(s, &Events{}, 30*time.Second, false)
 	t.Cleanup(func() {

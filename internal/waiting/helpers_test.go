@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -22,11 +22,7 @@ func newMini(t *testing.T) *Waiter {
 // newMiniServer is newMini that returns the server too.
 func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Waiter) {
 	t.Helper()
-	m := miniredis.RunT(t)
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, rdb := redistest.Mini(t)
 	s := send.New(rdb, true, "test", 0, 0)
 	n := pubsub.New(rdb, false)
 	t.Cleanup(func() {
