@@ -134,7 +134,7 @@ func (c *Waiter) Run(ctx context.Context, wait time.Duration, w Wait, m *Measure
 		return time.Time{}, err
 	}
 	l := c.newLoop(ctx, wait, w)
-	defer l.ws.close() // ws grows below
+	defer func() { l.ws.close() }() // l.ws grows below
 	if err := l.subscribeEarly(); err != nil {
 		return time.Time{}, err
 	}
