@@ -243,3 +243,33 @@ func TestAcquireHandOver(t *testing.T) {
 		})
 	}
 }
+
+// A wait leaves every channel it listened on when it returns, those it subscribed to after its first
+// try included: whether its bound passed, its ctx ended, or a try acquired.
+func TestWaitLeavesItsChannels(t *testing.T) {
+	cc := newMini(t)
+	for name, end := range map[string]func() (context.Context, time.Duration, func() (bool, time.Duration, error)){
+		"bound": func() (context.Context, time.Duration, func() (bool, time.Duration, error)) {
+			return context.Background(), 50 * time.Millisecond, func() (bool, time.Duration, error) { return false, time.Millisecond, nil }
+		},
+		"ctx": func() (context.Context, time.Duration, func() (bool, time.Duration, error)) {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx, -1, func() (bool, time.Duration, error) { return false, time.Millisecond, nil }
+		},
+		"acquired": func() (context.Context, time.Duration, func() (bool, time.Duration, error)) {
+			tries := 0
+			return context.Background(), time.Minute, func() (bool, time.Duration, error) { tries++; return tries == 3, time.Millisecond, nil }
+		},
+	} {
+		ctx, wait, try := end()
+		_, err := cc.Acquire(ctx, "test", "leave", wait, Wait{Channel: "leave-test", Wake: "leave-wake", Weight: 1, Policy: pubsub.WakeOne,
+			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { return try() }, undo: func(context.Context) {}}})
+		if name == "acquired" && err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := cc.notifier.Waiters(); n != 0 {
+			t.Fatalf("%s: the notifier still has %d waiters after the wait returned (%v)", name, n, err)
+		}
+	}
+}
