@@ -6,7 +6,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/minitest"
 )
 
 // newMini returns a Client on an embedded server (testkit.Mini cannot be used here: it imports this
@@ -20,7 +20,7 @@ func newMini(t *testing.T) *Client {
 // newMiniServer is newMini that returns the server too.
 func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Client) {
 	t.Helper()
-	m, rdb := redistest.Mini(t)
+	m, rdb := minitest.Mini(t)
 	c, err := New(rdb, true, Config{StallBound: 12 * time.Second}) // as package redisync gives rueidis's defaults
 	if err != nil {
 		t.Fatal(err)

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
-	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/minitest"
 	"github.com/redisync/redisync/internal/send"
 )
 
 // newMini returns the holds of a client on an embedded server.
 func newMini(t *testing.T) *Holds {
 	t.Helper()
-	_, rdb := redistest.Mini(t)
+	_, rdb := minitest.Mini(t)
 	s := send.New(rdb, true, "test", 0, 0)
 	c := New(s, &Events{}, 30*time.Second, false)
 	t.Cleanup(func() {

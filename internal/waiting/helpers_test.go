@@ -7,7 +7,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/minitest"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -22,7 +22,7 @@ func newMini(t *testing.T) *Waiter {
 // newMiniServer is newMini that returns the server too.
 func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Waiter) {
 	t.Helper()
-	m, rdb := redistest.Mini(t)
+	m, rdb := minitest.Mini(t)
 	s := send.New(rdb, true, "test", 0, 0)
 	n := pubsub.New(rdb, false)
 	t.Cleanup(func() {

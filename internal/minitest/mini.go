@@ -1,4 +1,5 @@
-package redistest
+// Package minitest starts the embedded server (miniredis) that the engine's own unit tests share.
+package minitest
 
 import (
 	"testing"
