@@ -198,7 +198,7 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, conns *hold.C
 func (c *Client) Close() error { return core.Of(c).Close() }
 
 // ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
-func (c *Client) ID() string { return core.Of(c).Value("client") }
+func (c *Client) ID() string { return core.Of(c).Values.Client }
 
 // Notifier returns the Client's notifier, which every waiter of its primitives parks on: one
 // subscription connection, shared per channel. A primitive of one's own waits on it too (see the

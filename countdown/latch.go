@@ -87,7 +87,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 		return false, errs.Invalid(kind, l.name, "count %d: want at least 1", n)
 	}
 	rid := l.c.RequestID()
-	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Value("publish"), rid}).AsInt64()
+	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Values.Publish, rid}).AsInt64()
 	if err != nil {
 		return false, errs.Errorf(kind, l.name, err)
 	}
@@ -102,7 +102,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 		return err
 	}
 	rid := l.c.RequestID()
-	if err := l.c.Send(context.WithoutCancel(ctx), downScript, l.keys(), []string{l.c.Value("publish"), rid}).Error(); err != nil {
+	if err := l.c.Send(context.WithoutCancel(ctx), downScript, l.keys(), []string{l.c.Values.Publish, rid}).Error(); err != nil {
 		return errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
@@ -138,7 +138,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	rid := l.c.RequestID()
-	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.Value("publish"), rid}).AsInt64()
+	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.Values.Publish, rid}).AsInt64()
 	if err != nil {
 		return false, errs.Errorf(kind, l.name, err)
 	}

@@ -42,14 +42,14 @@ var spec = &core.Spec{
 		"channel":   "redisson_lock__channel:", // an owner follows: each waiter's channel
 		"records":   "redisync_fair_waiters",   // waiter records, for hand-overs (fairlock_wake.lua)
 	},
-	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua"),
-		"release": lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_release.lua"),
-		"renew":   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
-		"force":   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
-		"leave":   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
-		"extend":  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
-		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
+	Scripts: core.Scripts{
+		Acquire: lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua"),
+		Release: lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_release.lua"),
+		Renew:   lua.Load("extend.lua", "rlock_renew.lua"), // the hold is an ordinary lock hash
+		Force:   lua.Load("fairlock_wake.lua", "fairlock_force_release.lua"),
+		Leave:   lua.Load("fairlock_wake.lua", "fairlock_leave.lua"),
+		Extend:  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
+		State:   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,

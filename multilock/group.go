@@ -43,12 +43,12 @@ var groupSpec = &core.Spec{
 	Keys: map[string]string{
 		"channel": "redisson_lock__channel", // Redisson's unlock messages
 	},
-	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("grouplock.lua", "grouplock_acquire.lua"),
-		"release": lua.Load("grouplock.lua", "grouplock_release.lua"),
-		"renew":   lua.Load("grouplock.lua", "grouplock_renew.lua"),
-		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
-		"extend":  lua.Load("grouplock.lua", "once.lua", "grouplock_extend.lua"),
+	Scripts: core.Scripts{
+		Acquire: lua.Load("grouplock.lua", "grouplock_acquire.lua"),
+		Release: lua.Load("grouplock.lua", "grouplock_release.lua"),
+		Renew:   lua.Load("grouplock.lua", "grouplock_renew.lua"),
+		Force:   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
+		Extend:  lua.Load("grouplock.lua", "once.lua", "grouplock_extend.lua"),
 	},
 	// A release frees values that waiters for different value sets may want: it wakes them all.
 	Policy: pubsub.WakeAll,
@@ -202,7 +202,7 @@ func (g *Group) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
 		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
-	return g.state(ctx, g.c.Value("client")+":"+strconv.FormatInt(owner, 10))
+	return g.state(ctx, g.c.Values.Client+":"+strconv.FormatInt(owner, 10))
 }
 
 // state runs the state script for owner ("": anyone).

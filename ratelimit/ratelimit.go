@@ -99,7 +99,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	id := l.c.Value("client")
+	id := l.c.Values.Client
 	if o.clientID != nil {
 		id = *o.clientID
 	}

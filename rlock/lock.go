@@ -36,16 +36,16 @@ var spec = &core.Spec{
 		"channel": "redisson_lock__channel", // Redisson's unlock messages
 		"wake":    "redisync_lock__wake:",   // each Client's own channel: its id follows
 	},
-	Scripts: map[string]*lua.Script{
-		"try":     lua.Load("rlock_try.lua"),
-		"acquire": lua.Load("rlock_acquire.lua"),
-		"release": lua.Load("rlock_release.lua"),
-		"renew":   lua.Load("extend.lua", "rlock_renew.lua"),
-		"force":   lua.Load("rlock_force_release.lua"),
-		"leave":   lua.Load("rlock_leave.lua"),
-		"extend":  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
-		"list":    lua.Load("list_client.lua"),
-		"state":   lua.Load("lockhash.lua", "lock_state.lua"),
+	Scripts: core.Scripts{
+		Try:     lua.Load("rlock_try.lua"),
+		Acquire: lua.Load("rlock_acquire.lua"),
+		Release: lua.Load("rlock_release.lua"),
+		Renew:   lua.Load("extend.lua", "rlock_renew.lua"),
+		Force:   lua.Load("rlock_force_release.lua"),
+		Leave:   lua.Load("rlock_leave.lua"),
+		Extend:  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
+		List:    lua.Load("list_client.lua"),
+		State:   lua.Load("lockhash.lua", "lock_state.lua"),
 	},
 	Policy: pubsub.WakeOne,
 }

@@ -36,14 +36,14 @@ func TestReleaseResent(t *testing.T) {
 	// The release's KEYS and ARGV, as its header names them.
 	side := cc.SideKeys("resent", "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
 		"redisson_lock__channel", "redisync_lock__wake:", "redisync_once:")
-	script := spec.Scripts["release"]
+	script := spec.Scripts.Release
 	release := func(rid, held string, resent bool) int64 {
 		t.Helper()
 		s := script
 		if resent {
 			s = s.Resent()
 		}
-		args := []string{field, held, rid, "30000", cc.Value("publish"), cc.Value("numsub")}
+		args := []string{field, held, rid, "30000", cc.Values.Publish, cc.Values.NumSub}
 		n, err := s.Exec(ctx, cc.RDB(), append([]string{"resent"}, side...), args).AsInt64()
 		if err != nil {
 			t.Fatal(err)

@@ -103,7 +103,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	read.Values, write.Values = map[string]string{"policy": "0", "mode": "read"}, map[string]string{"policy": "0", "mode": "write"}
 	if o.preferWrite {
 		read.Values["policy"] = "1"
-		recheck, _ := strconv.ParseInt(cc.Value("recheck"), 10, 64)
+		recheck, _ := strconv.ParseInt(cc.Values.Recheck, 10, 64)
 		write.Values["policy"] = strconv.FormatInt(2*recheck, 10)
 	}
 	r, err := core.NewLock(cc, readSpec, name, read)

@@ -158,7 +158,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 	for i := range ids {
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
-	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), leaseMs}, ids...)
+	a.args = append([]string{"acquire", e.c.Values.Publish, e.c.RequestID(), leaseMs}, ids...)
 	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, waiting.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
 		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
@@ -278,7 +278,7 @@ func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error)
 // release runs the release of raw ids; it returns the 1-based position of an id that is not
 // acquired, or 0 when every id was released.
 func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
-	args := append([]string{"release", e.c.Value("publish"), e.c.RequestID()}, raw...)
+	args := append([]string{"release", e.c.Values.Publish, e.c.RequestID()}, raw...)
 	res, err := e.c.Send(context.WithoutCancel(ctx), expirableScript, e.keys, args).AsIntSlice()
 	if err != nil {
 		return 0, err
@@ -311,7 +311,7 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 	if err != nil {
 		return err
 	}
-	reply, notReplicated := e.c.SendAcquiring(ctx, send.Bounds{}, expirableScript, e.keys, []string{"lease", e.c.Value("publish"), "", ms, raw})
+	reply, notReplicated := e.c.SendAcquiring(ctx, send.Bounds{}, expirableScript, e.keys, []string{"lease", e.c.Values.Publish, "", ms, raw})
 	if notReplicated != nil {
 		return notReplicated // the lease stands, but a failover could lose the new one
 	}
@@ -337,7 +337,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, er
 	if err != nil {
 		return 0, errs.Errorf(expirableKind, e.name, err)
 	}
-	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.Value("publish"), "", raw}).AsInt64()
+	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.Values.Publish, "", raw}).AsInt64()
 	switch {
 	case err != nil:
 		return 0, errs.Errorf(expirableKind, e.name, err)
@@ -381,7 +381,7 @@ func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error
 	if ctx == nil {
 		return 0, 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
-	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.Value("publish"), ""}).AsIntSlice()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.Values.Publish, ""}).AsIntSlice()
 	if err != nil {
 		return 0, 0, errs.Errorf(expirableKind, e.name, err)
 	}
@@ -423,7 +423,7 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 		return 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
-	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.Value("publish"), rid, itoa(n)}).AsInt64()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.Values.Publish, rid, itoa(n)}).AsInt64()
 	if err != nil {
 		return 0, errs.Errorf(expirableKind, e.name, err)
 	}
@@ -439,7 +439,7 @@ func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 		return false, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
-	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.Value("publish"), rid}).AsInt64()
+	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.Values.Publish, rid}).AsInt64()
 	if err != nil {
 		return false, errs.Errorf(expirableKind, e.name, err)
 	}
@@ -458,7 +458,7 @@ func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.Value("publish"), "", ms}).AsBool()
+	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.Values.Publish, "", ms}).AsBool()
 	if err != nil {
 		return false, errs.Errorf(expirableKind, e.name, err)
 	}

@@ -96,10 +96,10 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 		"redisync_semaphore__wake:", "redisync_semaphore_grants", "redisync_once:")
 	s.keys = [7]string{name, s.channel, side[0], side[1], side[2], side[3], side[4]}
 	s.tryKeys = [5]string{name, side[0], side[1], side[3], side[4]}
-	s.wake = s.keys[4] + s.c.Value("client")
+	s.wake = s.keys[4] + s.c.Values.Client
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only announces the count.
-	s.windowMs = s.c.Value("window")
+	s.windowMs = s.c.Values.Window
 	return s, nil
 }
 
@@ -130,7 +130,7 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 		return false, err
 	}
 	rid := s.c.RequestID()
-	args := []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), itoa(ttl.Milliseconds()), rid}
+	args := []string{itoa(n), s.c.Values.Publish, s.c.Values.NumSub, itoa(ttl.Milliseconds()), rid}
 	ok, err := s.c.Send(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
 		return false, errs.Errorf(kind, s.name, err)
@@ -187,7 +187,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	a := &acquisition{s: s, n: n}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
-	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
+	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Values.Client, argLinger: lingerMs,
 		argRid: s.c.RequestID()}
 	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
@@ -246,7 +246,7 @@ func (a *acquisition) Try(ctx context.Context, within send.Bounds) (bool, time.D
 func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
 	memo := s.keys[6] + a.args[argRid]
-	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
+	args := []string{itoa(a.n), s.c.Values.Publish, s.c.Values.NumSub, "1", a.args[argRid]}
 	if sure && s.c.Send(context.WithoutCancel(ctx), addScript.Undo(), s.keys[:], args).Error() == nil {
 		s.c.DeleteLater(memo)
 		return
@@ -292,7 +292,7 @@ func (a *acquisition) Stray(member, _ string) { a.s.forget(0, member, "") }
 // Redis has run it (core.Client.CleanUp), and waited for up to wait: permits handed to a waiter that
 // is gone come back once it lands.
 func (s *Semaphore) forget(wait time.Duration, member, rid string) {
-	s.c.CleanUp(wait, forgetScript, s.keys[:], []string{member, s.c.Value("publish"), s.c.Value("numsub"), rid}, nil)
+	s.c.CleanUp(wait, forgetScript, s.keys[:], []string{member, s.c.Values.Publish, s.c.Values.NumSub, rid}, nil)
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package
@@ -329,7 +329,7 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 		flag = "1"
 	}
 	rid := s.c.RequestID()
-	err := s.c.Send(context.WithoutCancel(ctx), addScript, s.keys[:], []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), flag, rid}).Error()
+	err := s.c.Send(context.WithoutCancel(ctx), addScript, s.keys[:], []string{itoa(n), s.c.Values.Publish, s.c.Values.NumSub, flag, rid}).Error()
 	if err == nil || rueidis.IsRedisNil(err) {
 		s.c.DeleteLater(s.keys[6] + rid)
 	}

@@ -186,9 +186,9 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 var groupSpec = &core.Spec{
 	Kind: "group lock",
 	Keys: map[string]string{"channel": "redisson_lock__channel"},
-	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("grouplock.lua", "grouplock_acquire.lua"),
-		"force":   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
+	Scripts: core.Scripts{
+		Acquire: lua.Load("grouplock.lua", "grouplock_acquire.lua"),
+		Force:   lua.Load("grouplock.lua", "grouplock_force_release.lua"),
 	},
 	Policy: pubsub.WakeAll,
 }

@@ -66,11 +66,11 @@ type Client struct {
 	ev       hold.Events
 	listings listings
 
-	// The scripts' ways to publish and to count a channel's subscribers: PUBLISH and PUBSUB NUMSUB,
-	// or their sharded forms on a Redis 7+ cluster. counts is false where a count cannot be trusted
-	// (classic Pub/Sub on a cluster counts the subscribers of one node only).
-	publish, numsub string
-	counts          bool
+	// Values are what every script of this Client is given.
+	Values Values
+	// counts is false where a count of a channel's subscribers cannot be trusted (classic Pub/Sub on
+	// a cluster counts the subscribers of one node only).
+	counts bool
 
 	tags atomic.Uint64 // numbers waiters' tags
 
@@ -102,15 +102,17 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		cluster: cluster,
 		id:      id,
 		cfg:     cfg,
-		publish: "publish",
-		numsub:  "numsub",
 		counts:  !cluster || sharded,
 		ev:      hold.Events{Func: cfg.Events, Logger: cfg.Logger},
 	}
-	if sharded {
-		c.publish, c.numsub = "spublish", "shardnumsub"
-	}
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
+	c.Values = Values{Publish: "publish", NumSub: "numsub", Window: c.windowMs, Client: id, Recheck: ms(cfg.Recheck)}
+	if sharded {
+		c.Values.Publish, c.Values.NumSub = "spublish", "shardnumsub"
+	}
+	if !c.counts {
+		c.Values.NumSub, c.Values.Window = "", "0"
+	}
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
 	c.Waiter = waiting.New(c.Sender, c.notifier, &c.ev, cfg.Recheck, cfg.StallBound)
@@ -173,35 +175,22 @@ func (c *Client) leaseMs(lease time.Duration) string {
 	return ms(lease)
 }
 
-// Value returns what every script of this Client is given under name:
-//   - "publish": the command scripts publish with, PUBLISH, or SPUBLISH on a Redis 7+ cluster, where
-//     the notifier subscribes with SSUBSCRIBE;
-//   - "numsub": the PUBSUB subcommand that counts a channel's subscribers (NUMSUB, SHARDNUMSUB), or ""
-//     where a count cannot be trusted (classic Pub/Sub on a cluster counts one node's): scripts given
-//     "" wake everyone, as Redisson does;
-//   - "window": how long a waiter's record lasts, in ms: twice the recheck interval, the longest a
-//     live waiter goes without a try; "0" where releases hand nothing over (numsub "");
-//   - "client": the Client's id, the first half of every owner field it writes;
-//   - "recheck": the recheck interval, in ms.
-func (c *Client) Value(name string) string {
-	switch name {
-	case "recheck":
-		return ms(c.cfg.Recheck)
-	case "publish":
-		return c.publish
-	case "numsub":
-		if c.counts {
-			return c.numsub
-		}
-	case "window":
-		if c.counts {
-			return c.windowMs
-		}
-		return "0"
-	case "client":
-		return c.id
-	}
-	return ""
+// Values are what every script of a Client is given.
+type Values struct {
+	// Publish is the command scripts publish with: PUBLISH, or SPUBLISH on a Redis 7+ cluster, where
+	// the notifier subscribes with SSUBSCRIBE.
+	Publish string
+	// NumSub is the PUBSUB subcommand that counts a channel's subscribers (NUMSUB, SHARDNUMSUB), or
+	// "" where a count cannot be trusted (classic Pub/Sub on a cluster counts one node's): scripts
+	// given "" wake everyone, as Redisson does.
+	NumSub string
+	// Window is how long a waiter's record lasts, in ms: twice the recheck interval, the longest a
+	// live waiter goes without a try; "0" where releases hand nothing over (NumSub "").
+	Window string
+	// Client is the Client's id, the first half of every owner field it writes.
+	Client string
+	// Recheck is the recheck interval, in ms.
+	Recheck string
 }
 
 // ms formats d in milliseconds, as scripts take durations.

@@ -65,21 +65,39 @@ type Spec struct {
 	// releases are announced (a prefix: each owner waits on its own, the owner's field completing it),
 	// and "wake" is the prefix of each Client's own channel (its id completes it). A lock whose acquire
 	// script takes a "tag" records its waiters, and its releases may hand the lock over to them.
-	Keys map[string]string
-	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
-	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
-	// ARGV[1], the TTL), "force", "leave" (optional: after a wait that did not acquire, and to give
-	// back a hand-over that nobody took), "extend" (a hold's new lease, kept under the call's memo),
-	// "list" (optional: lists the Client among the lock's "clients" before its waiters subscribe,
-	// see attempt.List), and "state" (reads, and refuses a name that holds other data: {pttl, the
-	// hold count of "field"}, -2 when free, and whatever the kind adds).
-	Scripts map[string]*lua.Script
+	Keys    map[string]string
+	Scripts Scripts
 	Policy  pubsub.Policy // how many waiters a message on the channel wakes
 	Shared  bool          // several owners hold at once (read holds)
 	Suffix  string        // what follows the owner in its field (":write")
 	Refused error         // what an acquisition's reply {3} means
 	once    sync.Once
 	plan    specPlan
+}
+
+// Scripts are a hash lock's scripts, by what they do.
+type Scripts struct {
+	Acquire *lua.Script // a try
+	Try     *lua.Script // the first try of an acquisition, before its waiter listens (optional)
+	Release *lua.Script
+	// Renew renews a batch: its KEYS and ARGV are per hold, after ARGV[1], the TTL.
+	Renew *lua.Script
+	Force *lua.Script
+	// Leave runs after a wait that did not acquire, and gives back a hand-over that nobody took
+	// (optional).
+	Leave  *lua.Script
+	Extend *lua.Script // a hold's new lease, kept under the call's memo
+	// List lists the Client among the lock's "clients" before its waiters subscribe (optional, see
+	// attempt.List).
+	List *lua.Script
+	// State reads, and refuses a name that holds other data: {pttl, the hold count of "field"}, -2
+	// when free, and whatever the kind adds.
+	State *lua.Script
+}
+
+// bySlot returns the scripts in the order of their slots (sTry...).
+func (s *Scripts) bySlot() [nScripts]*lua.Script {
+	return [nScripts]*lua.Script{s.Try, s.Acquire, s.Release, s.Renew, s.Force, s.Leave, s.Extend, s.List, s.State}
 }
 
 // LockOptions are what every hash lock lets its user choose.
@@ -110,8 +128,6 @@ const (
 	sState
 	nScripts
 )
-
-var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend", "list", "state"}
 
 // The values a call gives its scripts.
 const (
@@ -165,8 +181,7 @@ func (s *Spec) resolve() *specPlan {
 		}
 		slices.Sort(p.keys[2:])
 		p.statics = slices.Clone(lockValNames)
-		for i, name := range scriptNames {
-			sc := s.Scripts[name]
+		for i, sc := range s.Scripts.bySlot() {
 			if sc == nil {
 				continue
 			}
@@ -200,7 +215,7 @@ func (s *Spec) resolve() *specPlan {
 		for _, k := range p.keys[2:] {
 			p.forms = append(p.forms, s.Keys[k])
 		}
-		p.tagged = slices.Contains(s.Scripts["acquire"].Args(), "tag")
+		p.tagged = slices.Contains(s.Scripts.Acquire.Args(), "tag")
 		p.wake, p.clients, p.channel = slices.Index(p.keys, "wake"), slices.Index(p.keys, "clients"), slices.Index(p.keys, "channel")
 		if p.wake >= 0 {
 			p.formsWake = append(slices.Clone(p.forms), s.Keys["wake"])
@@ -286,7 +301,7 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 	if l.handOver {
 		window = c.windowMs
 	}
-	l.values[0], l.values[1], l.values[2], l.values[3] = flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub")
+	l.values[0], l.values[1], l.values[2], l.values[3] = flag(!o.NonReentrant), flag(o.Fenced), c.Values.Publish, c.Values.NumSub
 	l.values[4], l.values[5], l.values[6] = c.id, window, strconv.Itoa(len(o.Tail))
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
@@ -431,7 +446,9 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	if w.Lease == 0 {
 		w.Lease = c.cfg.WatchdogTimeout
 	}
-	if l.backoff == nil && wait != 0 { // a spinning waiter listens to nothing: each try's wait is its policy's
+	// A spinning waiter listens to nothing: each try's wait is its policy's.
+	waits := l.backoff == nil && wait != 0
+	if waits {
 		a.v[vWaits] = "1"
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
@@ -445,7 +462,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	}
 	field := a.acq.Field()
 	a.v[vField], a.v[vOwner] = field, field[:len(field)-len(l.spec.Suffix)]
-	if a.v[vWaits] == "1" {
+	if waits {
 		w.Channel = l.channel
 		if l.perOwner {
 			w.Channel += a.v[vOwner]
@@ -459,7 +476,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		m.Done(err)
 		a.acq.Abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
-		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
+		if waits && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
 			(a.placed.Load() || !send.IsRedisError(err)) {
 			l.leave(send.Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
