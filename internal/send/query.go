@@ -10,25 +10,12 @@ import (
 	"github.com/redisync/redisync/lua"
 )
 
-// Query sends cmd, a command that only reads, and gives up with an error when Redis has not answered
-// within RetryBound, whatever ctx's deadline: rueidis sends a read again after every network error
-// and every refusal (TRYAGAIN while its slot moves, CLUSTERDOWN, LOADING) until ctx ends, so a query
-// on a dead server would otherwise never return with a ctx that has no deadline. Every query of a
-// primitive (IsLocked, HoldCount, TTL, a count) goes through here; one that is a script (EVAL, which
-// rueidis does not know to read only) is marked to be sent again alike. After Close it returns
-// ErrClosed, and sends nothing.
-func (c *Sender) Query(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	if c.isClosed() {
-		return rueidis.NewErrorResult(errs.ErrClosed)
-	}
-	bounded, cancel := context.WithTimeout(ctx, RetryBound)
-	defer cancel()
-	return c.bounded(ctx, bounded, c.rdb.Do(bounded, cmd.ToRetryable()))
-}
-
-// QueryScript runs s, a script that only reads, as Query sends a command: within RetryBound, sent
-// again after connection failures and refusals meanwhile. The reads that must tell a name holding
-// other data from the primitive's own (refuse.lua) go through here.
+// QueryScript runs s, a script that only reads, and gives up with an error when Redis has not
+// answered within RetryBound, whatever ctx's deadline: a query on a dead server must return even with
+// a ctx that has no deadline. It is sent again after connection failures and refusals meanwhile.
+// Every query of a primitive (IsLocked, HoldCount, TTL, a count) goes through here. After Close it
+// returns ErrClosed, and sends nothing. The scripts (refuse.lua) tell a name that holds other data
+// from the primitive's own.
 func (c *Sender) QueryScript(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	if c.isClosed() {
 		return rueidis.NewErrorResult(errs.ErrClosed)

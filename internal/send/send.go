@@ -76,9 +76,6 @@ func (c *Sender) Done() <-chan struct{} { return c.done }
 // RDB returns the rueidis client.
 func (c *Sender) RDB() rueidis.Client { return c.rdb }
 
-// ID returns the Client's id: the first half of every owner field and request id it writes.
-func (c *Sender) ID() string { return c.id }
-
 // Closed returns errs.ErrClosed once Shut was called, else nil: what a call that sends nothing (a
 // no-op, such as releasing 0 permits) answers after Close, as every other call does.
 func (c *Sender) Closed() error {
