@@ -210,34 +210,19 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 	}
 	first := 0 // the lock to wait for, holding nothing
 	for {
-		var held []*sub
-		var c context.Context
-		var err error
-		if wait < 0 {
-			c, err = lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], -1, lease)
-		} else {
-			c, err = lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], max(time.Until(deadline), 0), lease)
+		left := time.Duration(-1)
+		if wait >= 0 {
+			left = max(time.Until(deadline), 0)
 		}
+		c, err := lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], left, lease)
 		if err != nil {
 			unfollow()
 			return nil, m.err(err)
 		}
-		held = append(held, &sub{l: m.locks[first], ctx: c})
-		busy := -1
-		for i, l := range m.locks {
-			if i == first {
-				continue
-			}
-			c, err := lockSub(reentering(ctx, m, l), l, 0, lease)
-			if errors.Is(err, errs.ErrNotAcquired) {
-				busy = i
-				break
-			}
-			if err != nil {
-				unfollow()
-				return nil, m.err(giveBack(held, err))
-			}
-			held = append(held, &sub{l: l, ctx: c})
+		held, busy, err := m.takeOthers(ctx, first, lease, []*sub{{l: m.locks[first], ctx: c}})
+		if err != nil {
+			unfollow()
+			return nil, m.err(err)
 		}
 		if busy < 0 {
 			end, first := earliest(ctx, held)
@@ -257,6 +242,25 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 		}
 		first = busy
 	}
+}
+
+// takeOthers tries each lock but first once, without waiting, after held (first's): it returns what
+// it holds, and the first lock busy (-1: none); an error (other than busy) gives back all it held.
+func (m *MultiLock) takeOthers(ctx context.Context, first int, lease time.Duration, held []*sub) ([]*sub, int, error) {
+	for i, l := range m.locks {
+		if i == first {
+			continue
+		}
+		c, err := lockSub(reentering(ctx, m, l), l, 0, lease)
+		if errors.Is(err, errs.ErrNotAcquired) {
+			return held, i, nil
+		}
+		if err != nil {
+			return nil, -1, giveBack(held, err)
+		}
+		held = append(held, &sub{l: l, ctx: c})
+	}
+	return held, -1, nil
 }
 
 // earliest returns the earliest deadline among the sub-locks' contexts that comes before the

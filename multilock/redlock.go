@@ -185,37 +185,7 @@ func (r *RedLock) attempt(ctx context.Context, lease time.Duration) (context.Con
 			answers <- answer{l: l, ctx: c, err: err, sent: sent}
 		}()
 	}
-	timeout := time.NewTimer(r.o.timeout)
-	defer timeout.Stop()
-	var got []answer
-	var subErrs []error
-	pending := len(r.locks)
-collect:
-	// Even when the outcome is clear, answers that come within the timeout are awaited, so that what
-	// they acquired is given back before the attempt returns.
-	for pending > 0 {
-		select {
-		case a := <-answers:
-			pending--
-			if a.err == nil {
-				got = append(got, a)
-			} else {
-				subErrs = append(subErrs, a.err)
-			}
-		case <-timeout.C:
-			break collect
-		}
-	}
-	if pending > 0 {
-		// Late answers: whatever they acquired is given back as soon as they come.
-		go func() {
-			for range pending {
-				if a := <-answers; a.err == nil {
-					a.l.Unlock(a.ctx)
-				}
-			}
-		}()
-	}
+	got, subErrs, pending := r.collect(answers)
 	subs := make([]*sub, len(got))
 	for i, a := range got {
 		subs[i] = &sub{l: a.l, ctx: a.ctx}
@@ -232,14 +202,7 @@ collect:
 		return fail(context.Cause(ctx))
 	}
 	if len(got) < r.quorum {
-		err := fmt.Errorf("%w: %d of %d servers acquired, %d needed (%d refused or failed, %d did not answer within %v)",
-			errs.ErrNotAcquired, len(got), len(r.locks), r.quorum, len(subErrs), pending, r.o.timeout)
-		for _, e := range subErrs {
-			if !errors.Is(e, errs.ErrNotAcquired) {
-				err = fmt.Errorf("%w; %w", err, e)
-			}
-		}
-		return fail(err)
+		return fail(r.noQuorum(len(got), subErrs, pending))
 	}
 	validUntil := r.validity(start, got)
 	if !validUntil.IsZero() && !time.Now().Before(validUntil) {
@@ -248,6 +211,49 @@ collect:
 	lost := r.err(fmt.Errorf("%w: the validity time ended", errs.ErrLost))
 	parent, unfollow := holds.Derive(ctx) // the tries' ctx carries no cancellation: nothing races it
 	return newHold(r, redKind, r.name, parent, unfollow, subs, r.quorum, validUntil, lost), nil
+}
+
+// collect awaits the tries' answers until all came or the timeout passed: even when the outcome is
+// clear, answers that come within it are awaited, so that what they acquired is given back before
+// the attempt returns; what late answers acquire is given back as soon as they come. It returns the
+// acquisitions, the errors, and how many did not answer in time.
+func (r *RedLock) collect(answers chan answer) (got []answer, failed []error, pending int) {
+	timeout := time.NewTimer(r.o.timeout)
+	defer timeout.Stop()
+	for pending = len(r.locks); pending > 0; {
+		select {
+		case a := <-answers:
+			pending--
+			if a.err == nil {
+				got = append(got, a)
+			} else {
+				failed = append(failed, a.err)
+			}
+		case <-timeout.C:
+			go func(late int) {
+				for range late {
+					if a := <-answers; a.err == nil {
+						a.l.Unlock(a.ctx)
+					}
+				}
+			}(pending)
+			return got, failed, pending
+		}
+	}
+	return got, failed, 0
+}
+
+// noQuorum is the error of an attempt that acquired fewer locks than its quorum: acquired of them,
+// failed the errors of the others, and pending how many did not answer in time.
+func (r *RedLock) noQuorum(acquired int, failed []error, pending int) error {
+	err := fmt.Errorf("%w: %d of %d servers acquired, %d needed (%d refused or failed, %d did not answer within %v)",
+		errs.ErrNotAcquired, acquired, len(r.locks), r.quorum, len(failed), pending, r.o.timeout)
+	for _, e := range failed {
+		if !errors.Is(e, errs.ErrNotAcquired) {
+			err = fmt.Errorf("%w; %w", err, e)
+		}
+	}
+	return err
 }
 
 // validity returns when the majority's validity ends: of the acquired locks with a fixed lease, the
