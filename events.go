@@ -1,12 +1,9 @@
 package redisync
 
-import (
-	"fmt"
-	"time"
-)
+import "github.com/redisync/redisync/internal/hold"
 
 // EventKind says what an Event reports.
-type EventKind uint8
+type EventKind = hold.EventKind
 
 // The kinds of Event.
 const (
@@ -15,70 +12,58 @@ const (
 	// Wait is how long the call took; HandedOver tells whether the releasing holder handed the
 	// object over to this waiter rather than it taking the object by its own try; Waited tells
 	// whether it reported EventWaiting first.
-	EventAcquired EventKind = iota + 1
+	EventAcquired = hold.EventAcquired
 	// EventReleased: Unlock released an acquisition of a lock. Held is how long it was held; Ended
 	// is 1.
-	EventReleased
+	EventReleased = hold.EventReleased
 	// EventLost: a hold ended without Unlock, every acquisition of it at once. Cause says why: the
 	// watchdog found it gone or could not renew it before its lease may have ended, Unlock found it
 	// no longer held (a fixed lease that ended is reported so, when its Unlock comes), a forced
 	// unlock, or Close (Cause matches ErrClosed). Held is counted from its earliest acquisition;
 	// Ended is how many acquisitions it ends.
-	EventLost
+	EventLost = hold.EventLost
 	// EventRenewalFailed: the watchdog could not renew a hold this round (the server is unreachable
 	// or stalled). The hold lives on: a later round may renew it in time, or EventLost follows when
 	// its lease may have ended. Cause is the error.
-	EventRenewalFailed
+	EventRenewalFailed = hold.EventRenewalFailed
 	// EventReconnected: the notifier lost its subscriptions while waiters waited (its Pub/Sub
 	// connection dropped, or they had to move: a cluster slot moved, a master failed over) and has
 	// subscribed again (Channels: how many channels); the waiters try again, since releases may have
 	// been missed meanwhile. Primitive and Name are empty.
-	EventReconnected
+	EventReconnected = hold.EventReconnected
 	// EventAbandoned: the ctx of an acquisition became unreachable without Unlock (see WithLogger).
 	// Held is how long it was held. Ended is 1, or 0 when it was the hold's last acquisition, which
 	// stays until its lease may have ended and is then ended by EventLost.
-	EventAbandoned
+	EventAbandoned = hold.EventAbandoned
 	// EventWaiting: an acquisition (of any primitive's, as for EventAcquired) tried, found the
 	// object taken, and waits to try again. EventAcquired, EventNotAcquired or EventFailed ends
 	// it, with Waited set: between the two the acquisition is a waiter.
-	EventWaiting
+	EventWaiting = hold.EventWaiting
 	// EventNotAcquired: an acquisition with a wait bound (TryLock, TryAcquire, TryAwait) gave up
 	// at it; with a bound of 0, its single try was refused. Wait is how long the call took.
-	EventNotAcquired
+	EventNotAcquired = hold.EventNotAcquired
 	// EventFailed: an acquisition ended with an error, its Cause: Redis's (NOPERM, WRONGTYPE...),
 	// the connection's, ctx's, or ErrClosed. Wait is how long the call took.
-	EventFailed
+	EventFailed = hold.EventFailed
 	// EventCountedDown: CountDown counted a countdown latch down (a latch at zero stays there).
-	EventCountedDown
+	EventCountedDown = hold.EventCountedDown
 )
 
-var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned",
-	"waiting", "not acquired", "failed", "counted down"}
-
-// String returns the kind in words: "acquired", "released", ...
-func (k EventKind) String() string {
-	if int(k) < len(kindNames) && k != 0 {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("EventKind(%d)", uint8(k))
-}
-
-// Event is one thing that happened to an object of a Client, as WithEvents reports it. Only the
-// fields its Kind names are set.
-type Event struct {
-	Kind EventKind
-	// Primitive is the kind of object: "lock", "spin lock", "fair lock", "read lock", "write lock",
-	// "semaphore", "expirable semaphore", "rate limiter", "countdown latch" (the words of
-	// its errors). Name is its name.
-	Primitive, Name string
-	Wait            time.Duration // EventAcquired, EventNotAcquired, EventFailed
-	Held            time.Duration // EventReleased, EventLost, EventAbandoned
-	HandedOver      bool          // EventAcquired
-	Cause           error         // EventLost, EventRenewalFailed, EventFailed
-	Channels        int           // EventReconnected
-	Waited          bool          // EventAcquired, EventNotAcquired, EventFailed: EventWaiting came first
-	Ended           int           // EventReleased, EventLost, EventAbandoned: acquisitions it ends
-}
+// Event is one thing that happened to an object of a Client, as WithEvents reports it: a struct
+// whose fields are set as its Kind says (see each EventKind), the others being zero:
+//
+//   - Kind: what happened.
+//   - Primitive, Name: the kind of object ("lock", "spin lock", "fair lock", "read lock", "write
+//     lock", "semaphore", "expirable semaphore", "rate limiter", "countdown latch": the words of
+//     its errors) and its name.
+//   - Wait (time.Duration): how long an acquiring call took.
+//   - Held (time.Duration): how long an acquisition was held.
+//   - HandedOver (bool): the releasing holder handed the object over to the acquisition.
+//   - Cause (error): why a hold ended, a renewal or an acquisition failed.
+//   - Channels (int): how many channels the notifier subscribed again.
+//   - Waited (bool): the acquisition reported EventWaiting first.
+//   - Ended (int): how many acquisitions of a hold it ends.
+type Event = hold.Event
 
 // WithEvents makes the Client call f with every Event: acquisitions, releases and losses of the
 // holds of rlock, spinlock, fairlock and rwlock (and so of the MultiLocks built of them), failed
@@ -90,15 +75,4 @@ type Event struct {
 // watchdog's, the notifier's, or the garbage collector's cleanup goroutine. It must be quick and
 // must not block, nor call back into the Client; a metrics counter or a non-blocking send is right.
 // f may be called concurrently. Without WithEvents nothing is measured and nothing is allocated.
-func WithEvents(f func(Event)) Option {
-	return func(c *options) {
-		if f == nil {
-			c.Events = nil
-			return
-		}
-		c.Events = func(kind uint8, primitive, name string, wait, held time.Duration, handedOver, waited bool, cause error, channels, ended int) {
-			f(Event{Kind: EventKind(kind), Primitive: primitive, Name: name, Wait: wait, Held: held,
-				HandedOver: handedOver, Cause: cause, Channels: channels, Waited: waited, Ended: ended})
-		}
-	}
-}
+func WithEvents(f func(Event)) Option { return func(c *options) { c.Events = f } }

@@ -15,6 +15,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -75,7 +76,7 @@ type stampingClient struct {
 func (c stampingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	// Read before Do: rueidis recycles a command once it has been answered.
 	args := cmd.Commands()
-	try := len(args) > 4 && strings.HasPrefix(args[4], "redisson_lock_queue:")
+	try := len(args) > 4 && strings.HasPrefix(args[4], layout.FairLock.Queue+":")
 	res := c.Client.Do(ctx, cmd)
 	if _, err := res.ToArray(); try && err == nil {
 		c.stamp.returned(time.Now())

@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 )
@@ -91,11 +93,14 @@ func rlockCall(key, owner string) *rlockArgs {
 	return c
 }
 
+// side returns the side key or channel of key by its form, as on a standalone server.
+func side(form, key string) string { return core.Names{}.Key(form, key) }
+
 func rlockVals(key, owner string) map[string]string {
 	return map[string]string{
-		"K:lock": key, "K:counter": "redisson_lock_token:{" + key + "}", "K:waiters": "redisync_lock_waiters:{" + key + "}",
-		"K:clients": "redisync_lock_clients:{" + key + "}", "K:channel": "redisson_lock__channel:{" + key + "}",
-		"K:wake": "redisync_lock__wake:{" + key + "}:", "K:memo": "redisync_once:{" + key + "}:",
+		"K:lock": key, "K:counter": side(layout.Lock.Counter, key), "K:waiters": side(layout.Lock.Waiters, key),
+		"K:clients": side(layout.Lock.Clients, key), "K:channel": side(layout.Lock.Channel, key),
+		"K:wake": side(layout.Lock.Wake, key), "K:memo": side(layout.Memo, key),
 		"field": owner, "owner": owner, "held": "0", "rid": owner + ":1", "lease": "30000", "reentrant": "1",
 		"fenced": "0", "publish": "publish", "numsub": "numsub",
 	}
@@ -112,7 +117,7 @@ var scriptCases = []scriptCase{
 		if err := redissonLock.Exec(ctx, rdb, []string{key}, []string{"30000", owner}).Error(); err != nil && !rueidis.IsRedisNil(err) {
 			return err
 		}
-		keys := []string{key, "redisson_lock__channel:{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + owner + ":" + strconv.FormatInt(requests.Add(1), 10)}
+		keys := []string{key, side(layout.Lock.Channel, key), side(layout.Lock.UnlockLatch, key) + ":" + owner + ":" + strconv.FormatInt(requests.Add(1), 10)}
 		err := redissonUnlock.Exec(ctx, rdb, keys, []string{"0", "30000", owner, "publish", "13000"}).Error()
 		if rueidis.IsRedisNil(err) {
 			err = nil
@@ -287,10 +292,10 @@ return n`)
 func init() {
 	scriptCases = append(scriptCases,
 		scriptCase{name: "lean", about: "PTTL ZSCORE HSET PEXPIRE; HGET DEL NUMSUB (2 KEYS, 3 ARGV)", pair: func(ctx context.Context, rdb rueidis.Client, key, owner string) error {
-			if err := leanTry.Exec(ctx, rdb, []string{key, "redisync_lock_waiters:{" + key + "}"}, []string{owner, "0", "30000"}).Error(); err != nil {
+			if err := leanTry.Exec(ctx, rdb, []string{key, side(layout.Lock.Waiters, key)}, []string{owner, "0", "30000"}).Error(); err != nil {
 				return err
 			}
-			return leanRelease.Exec(ctx, rdb, []string{key, "redisson_lock__channel:{" + key + "}"}, []string{owner, "1", "30000"}).Error()
+			return leanRelease.Exec(ctx, rdb, []string{key, side(layout.Lock.Channel, key)}, []string{owner, "1", "30000"}).Error()
 		}},
 		scriptCase{name: "minimal", about: "EXISTS HSET PEXPIRE; HINCRBY DEL (1 KEY, 2 ARGV): the least a hash lock does", pair: func(ctx context.Context, rdb rueidis.Client, key, owner string) error {
 			if err := leanTry2.Exec(ctx, rdb, []string{key}, []string{owner, "30000"}).Error(); err != nil {
@@ -323,18 +328,18 @@ return 0`)
 func init() {
 	scriptCases = append(scriptCases,
 		scriptCase{name: "lean+5p", about: "lean, its release given 5 more KEYS and 3 more ARGV, unused", pair: func(ctx context.Context, rdb rueidis.Client, key, owner string) error {
-			if err := leanTry.Exec(ctx, rdb, []string{key, "redisync_lock_waiters:{" + key + "}"}, []string{owner, "0", "30000"}).Error(); err != nil {
+			if err := leanTry.Exec(ctx, rdb, []string{key, side(layout.Lock.Waiters, key)}, []string{owner, "0", "30000"}).Error(); err != nil {
 				return err
 			}
 			k := "{" + key + "}"
-			return leanReleaseWide.Exec(ctx, rdb, []string{key, "redisson_lock__channel:" + k, "a:" + k, "b:" + k, "c:" + k, "d:" + k, "e:" + k},
+			return leanReleaseWide.Exec(ctx, rdb, []string{key, side(layout.Lock.Channel, key), "a:" + k, "b:" + k, "c:" + k, "d:" + k, "e:" + k},
 				[]string{owner, "1", "30000", "publish", "numsub", "x"}).Error()
 		}},
 		scriptCase{name: "lean+fn", about: "lean, its release defining 5 local functions it does not call", pair: func(ctx context.Context, rdb rueidis.Client, key, owner string) error {
-			if err := leanTry.Exec(ctx, rdb, []string{key, "redisync_lock_waiters:{" + key + "}"}, []string{owner, "0", "30000"}).Error(); err != nil {
+			if err := leanTry.Exec(ctx, rdb, []string{key, side(layout.Lock.Waiters, key)}, []string{owner, "0", "30000"}).Error(); err != nil {
 				return err
 			}
-			return leanReleaseHelpers.Exec(ctx, rdb, []string{key, "redisson_lock__channel:{" + key + "}"}, []string{owner, "1", "30000"}).Error()
+			return leanReleaseHelpers.Exec(ctx, rdb, []string{key, side(layout.Lock.Channel, key)}, []string{owner, "1", "30000"}).Error()
 		}},
 	)
 }
@@ -366,9 +371,9 @@ func init() {
 			return rdb.Do(ctx, rdb.B().FunctionLoad().Replace().FunctionCode(leanLibrary).Build()).Error()
 		},
 		pair: func(ctx context.Context, rdb rueidis.Client, key, owner string) error {
-			if err := rdb.Do(ctx, rdb.B().Fcall().Function("lean_try").Numkeys(2).Key(key, "redisync_lock_waiters:{"+key+"}").Arg(owner, "0", "30000").Build()).Error(); err != nil {
+			if err := rdb.Do(ctx, rdb.B().Fcall().Function("lean_try").Numkeys(2).Key(key, side(layout.Lock.Waiters, key)).Arg(owner, "0", "30000").Build()).Error(); err != nil {
 				return err
 			}
-			return rdb.Do(ctx, rdb.B().Fcall().Function("lean_release").Numkeys(2).Key(key, "redisson_lock__channel:{"+key+"}").Arg(owner, "1", "30000").Build()).Error()
+			return rdb.Do(ctx, rdb.B().Fcall().Function("lean_release").Numkeys(2).Key(key, side(layout.Lock.Channel, key)).Arg(owner, "1", "30000").Build()).Error()
 		}})
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
@@ -62,15 +63,13 @@ func New(c *redisync.Client, name string) (*Latch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Latch{c: cc, name: name, channel: channel(cc, name), memo: cc.SideKeys(name, "redisync_once:")[0]}, nil
+	return &Latch{c: cc, name: name, channel: channel(cc, name), memo: cc.SideKeys(name, layout.Memo)[0]}, nil
 }
 
-// channel returns Redisson's channel for the latch, "redisson_countdownlatch__channel__{name}" (braces
-// added whatever the name holds: Redisson does not use prefixName here). Only on a cluster, where that
-// channel would fall in another slot than the latch (a name with braces of its own, "{job}:7"), so that
-// no script could touch both, does the channel keep the name's slot instead, as side keys do there.
+// channel returns Redisson's channel for the latch (layout.Latch), which keeps the name's slot on a
+// cluster.
 func channel(c *core.Client, name string) string {
-	return c.Names().Braced("redisson_countdownlatch__channel__", name, "redisson_countdownlatch__channel_")
+	return c.Names().Braced(layout.Latch.Channel, name, layout.Latch.Fallback)
 }
 
 // Name returns the latch's name, which is also its key in Redis.

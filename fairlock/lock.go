@@ -28,6 +28,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -36,11 +37,11 @@ import (
 var spec = &core.Spec{
 	Kind: "fair lock",
 	Keys: map[string]string{
-		"queue":     "redisson_lock_queue",     // the waiting owners, FIFO
-		"deadlines": "redisson_lock_timeout",   // by when each waiter must come back
-		"counter":   "redisson_lock_token",     // fencing tokens, shared with rlock
-		"channel":   "redisson_lock__channel:", // an owner follows: each waiter's channel
-		"records":   "redisync_fair_waiters",   // waiter records, for hand-overs (fairlock_wake.lua)
+		"queue":     layout.FairLock.Queue,
+		"deadlines": layout.FairLock.Deadlines,
+		"counter":   layout.FairLock.Counter,
+		"channel":   layout.FairLock.Channels, // a prefix: each waiter waits on its own channel
+		"records":   layout.FairLock.Records,
 	},
 	Scripts: core.Scripts{
 		Acquire: lua.Load("extend.lua", "fairlock_wake.lua", "fairlock_acquire.lua"),
@@ -214,7 +215,7 @@ func (l *Lock) Waiting(ctx context.Context) (int, error) {
 		return 0, errs.Invalid(spec.Kind, l.l.Name(), "nil context")
 	}
 	c, name := l.c, l.l.Name()
-	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed("redisson_lock_queue", name)}, nil).AsInt64()
+	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed(layout.FairLock.Queue, name)}, nil).AsInt64()
 	if err != nil {
 		return 0, errs.Errorf(spec.Kind, l.l.Name(), err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 	holds "github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -40,9 +41,7 @@ const groupKind = "group lock"
 // groupSpec is the group lock in Redis: its keys, its scripts, and how its waiters wait.
 var groupSpec = &core.Spec{
 	Kind: groupKind,
-	Keys: map[string]string{
-		"channel": "redisson_lock__channel", // Redisson's unlock messages
-	},
+	Keys: map[string]string{"channel": layout.Group.Channel},
 	Scripts: core.Scripts{
 		Acquire: lua.Load("grouplock.lua", "grouplock_acquire.lua"),
 		Release: lua.Load("grouplock.lua", "grouplock_release.lua"),

@@ -48,6 +48,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
@@ -93,7 +94,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{c: cc, name: name}
-	side := cc.SideKeys(name, ":value", ":permits", "redisync_once:")
+	side := cc.SideKeys(name, layout.RateLimiter.Value, layout.RateLimiter.Permits, layout.Memo)
 	l.keys[0], l.keys[1], l.keys[3], l.keys[5] = name, side[0], side[1], side[2]
 	o := options{}
 	for _, opt := range opts {

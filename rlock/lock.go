@@ -22,6 +22,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -30,11 +31,11 @@ import (
 var spec = &core.Spec{
 	Kind: "lock",
 	Keys: map[string]string{
-		"counter": "redisson_lock_token",    // fencing tokens (Redisson's RFencedLock)
-		"waiters": "redisync_lock_waiters",  // waiter records (rlock_wake.lua)
-		"clients": "redisync_lock_clients",  // the Clients that listen for hand-overs
-		"channel": "redisson_lock__channel", // Redisson's unlock messages
-		"wake":    "redisync_lock__wake:",   // each Client's own channel: its id follows
+		"counter": layout.Lock.Counter,
+		"waiters": layout.Lock.Waiters,
+		"clients": layout.Lock.Clients,
+		"channel": layout.Lock.Channel,
+		"wake":    layout.Lock.Wake,
 	},
 	Scripts: core.Scripts{
 		Try:     lua.Load("rlock_try.lua"),

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 )
 
 // keys are the side keys both sides take (rwlock_leases.lua).
 var keys = map[string]string{
-	"writers": "redisync_rwlock_writers", // waiting writers, under writer preference
-	"leases":  ":",                       // "{N}:": every read hold's lease key follows
-	"channel": "redisson_rwlock",         // Redisson's unlock messages
+	"writers": layout.RWLock.Writers,
+	"leases":  layout.RWLock.Leases,
+	"channel": layout.RWLock.Channel,
 }
 
 // state reads either side (core.Lock.State): {pttl, count, mode, fields}.
@@ -48,7 +49,7 @@ var (
 			State:   state,
 		},
 		Policy:  policy,
-		Suffix:  ":write",
+		Suffix:  layout.RWLock.WriterSuffix,
 		Refused: ErrUpgrade,
 	}
 )

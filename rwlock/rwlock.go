@@ -35,6 +35,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 )
 
 // ErrUpgrade: an owner that holds the read lock asked for the write lock. Upgrading is refused at
@@ -100,7 +101,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	// A reader that prefers writers lets announced ones go first; a writer announces itself for
 	// twice the recheck interval, renewed at each try.
 	read, write := o.LockOptions, o.LockOptions
-	read.Values, write.Values = map[string]string{"policy": "0", "mode": "read"}, map[string]string{"policy": "0", "mode": "write"}
+	read.Values, write.Values = map[string]string{"policy": "0", "mode": layout.RWLock.Read}, map[string]string{"policy": "0", "mode": layout.RWLock.Write}
 	if o.preferWrite {
 		read.Values["policy"] = "1"
 		recheck, _ := strconv.ParseInt(cc.Values.Recheck, 10, 64)

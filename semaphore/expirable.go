@@ -13,6 +13,7 @@ import (
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
@@ -71,7 +72,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 		return nil, errs.Errorf(expirableKind, name, err)
 	}
 	e.leaseMs = ms
-	side := cc.SideKeys(name, ":timeout", "redisync_once:")
+	side := cc.SideKeys(name, layout.Expirable.Permits, layout.Memo)
 	e.keys = []string{name, side[0], channel(cc, name), side[1]}
 	return e, nil
 }

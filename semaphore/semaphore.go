@@ -42,6 +42,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
@@ -92,8 +93,8 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 		return nil, err
 	}
 	s := &Semaphore{c: cc, name: name, channel: channel(cc, name)}
-	side := cc.SideKeys(name, "redisync_semaphore_waiters", "redisync_semaphore_clients",
-		"redisync_semaphore__wake:", "redisync_semaphore_grants", "redisync_once:")
+	side := cc.SideKeys(name, layout.Semaphore.Waiters, layout.Semaphore.Clients, layout.Semaphore.Wake,
+		layout.Semaphore.Grants, layout.Memo)
 	s.keys = [7]string{name, s.channel, side[0], side[1], side[2], side[3], side[4]}
 	s.tryKeys = [5]string{name, side[0], side[1], side[3], side[4]}
 	s.wake = s.keys[4] + s.c.Values.Client
@@ -104,7 +105,9 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 }
 
 // channel is where every semaphore of name announces its new count.
-func channel(c *core.Client, name string) string { return c.Names().Prefixed("redisson_sc", name) }
+func channel(c *core.Client, name string) string {
+	return c.Names().Prefixed(layout.Semaphore.Channel, name)
+}
 
 // Name returns the semaphore's name, which is also its key in Redis.
 func (s *Semaphore) Name() string { return s.name }

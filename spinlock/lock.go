@@ -23,6 +23,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -32,11 +33,11 @@ import (
 var spec = &core.Spec{
 	Kind: "spin lock",
 	Keys: map[string]string{
-		"counter": "redisson_lock_token",
-		"waiters": "redisync_lock_waiters",
-		"clients": "redisync_lock_clients",
-		"channel": "redisson_lock__channel",
-		"wake":    "redisync_lock__wake:",
+		"counter": layout.Lock.Counter,
+		"waiters": layout.Lock.Waiters,
+		"clients": layout.Lock.Clients,
+		"channel": layout.Lock.Channel,
+		"wake":    layout.Lock.Wake,
 	},
 	Scripts: core.Scripts{
 		Try:     lua.Load("rlock_try.lua"),

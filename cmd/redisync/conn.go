@@ -76,54 +76,84 @@ func (c *connFlags) explicit() bool { return c.addr != "" || c.url != "" || c.se
 // option returns the rueidis options the flags and the environment describe. Its errors never
 // contain a password.
 func (c *connFlags) option() (rueidis.ClientOption, error) {
-	// The tool never uses client-side caching, and managed servers may lack CLIENT TRACKING.
-	opt := rueidis.ClientOption{DisableCache: true}
+	opt, fromURL, err := c.urlOption()
+	if err != nil {
+		return opt, err
+	}
+	if err := c.addresses(&opt, fromURL); err != nil {
+		return opt, err
+	}
+	if err := c.credentials(&opt); err != nil {
+		return opt, err
+	}
+	if c.tls || c.cacert != "" || c.cert != "" || c.key != "" || opt.TLSConfig != nil {
+		if opt.TLSConfig, err = c.tlsConfig(opt.TLSConfig, opt.InitAddress); err != nil {
+			return opt, err
+		}
+	}
+	return opt, c.sentinelOption(&opt)
+}
+
+// urlOption returns the options of --url or $REDISYNC_URL, and whether there was one. The tool never
+// uses client-side caching, and managed servers may lack CLIENT TRACKING.
+func (c *connFlags) urlOption() (rueidis.ClientOption, bool, error) {
 	u := c.url
 	if u == "" {
 		u = os.Getenv(urlEnv)
 	}
-	if u != "" {
-		parsed, err := rueidis.ParseURL(u)
-		if err != nil {
-			return opt, fmt.Errorf("bad URL: %v", urlError(err))
-		}
-		parsed.DisableCache = true
-		opt = parsed
-		if p, ok := urlPassword(u); ok {
-			addSecret(p)
-		}
+	if u == "" {
+		return rueidis.ClientOption{DisableCache: true}, false, nil
 	}
+	opt, err := rueidis.ParseURL(u)
+	if err != nil {
+		return rueidis.ClientOption{DisableCache: true}, true, fmt.Errorf("bad URL: %v", urlError(err))
+	}
+	opt.DisableCache = true
+	if p, ok := urlPassword(u); ok {
+		addSecret(p)
+	}
+	return opt, true, nil
+}
+
+// addresses sets opt's servers from --addr, else $REDISYNC_ADDR or the default when no URL gave them.
+func (c *connFlags) addresses(opt *rueidis.ClientOption, fromURL bool) error {
 	addr := c.addr
-	if addr == "" && u == "" {
+	if addr == "" && !fromURL {
 		if addr = os.Getenv(addrEnv); addr == "" {
 			addr = defaultAddr
 		}
 	}
-	if addr != "" {
-		if strings.Contains(addr, "://") || strings.Contains(addr, "@") {
-			return opt, errors.New("--addr takes host:port; give a URL with --url or $" + urlEnv)
-		}
-		opt.InitAddress = nil
-		for _, a := range strings.Split(addr, ",") {
-			if a = strings.TrimSpace(a); a == "" {
-				continue
-			}
-			a, err := hostPort(a)
-			if err != nil {
-				return opt, err
-			}
-			opt.InitAddress = append(opt.InitAddress, a)
-		}
-		if len(opt.InitAddress) == 0 {
-			return opt, errors.New("no address in --addr")
-		}
+	if addr == "" {
+		return nil
 	}
+	if strings.Contains(addr, "://") || strings.Contains(addr, "@") {
+		return errors.New("--addr takes host:port; give a URL with --url or $" + urlEnv)
+	}
+	opt.InitAddress = nil
+	for _, a := range strings.Split(addr, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		a, err := hostPort(a)
+		if err != nil {
+			return err
+		}
+		opt.InitAddress = append(opt.InitAddress, a)
+	}
+	if len(opt.InitAddress) == 0 {
+		return errors.New("no address in --addr")
+	}
+	return nil
+}
+
+// credentials sets the user, the password and the database of opt, where given.
+func (c *connFlags) credentials(opt *rueidis.ClientOption) error {
 	if c.user != "" {
 		opt.Username = c.user
 	}
 	pass, err := secret(passwordEnv, c.passwordFile, "--password-file")
 	if err != nil {
-		return opt, err
+		return err
 	}
 	if pass != "" {
 		opt.Password = pass
@@ -131,20 +161,21 @@ func (c *connFlags) option() (rueidis.ClientOption, error) {
 	if c.db.set {
 		opt.SelectDB = c.db.n
 	}
-	if c.tls || c.cacert != "" || c.cert != "" || c.key != "" || opt.TLSConfig != nil {
-		if opt.TLSConfig, err = c.tlsConfig(opt.TLSConfig, opt.InitAddress); err != nil {
-			return opt, err
+	return nil
+}
+
+// sentinelOption sets opt to go through the sentinels of --sentinel, with their credentials.
+func (c *connFlags) sentinelOption(opt *rueidis.ClientOption) error {
+	if c.sentinel == "" {
+		if c.sentinelUser != "" || c.sentinelPass != "" {
+			return errors.New("--sentinel-user and --sentinel-password-file go with --sentinel")
 		}
+		return nil
 	}
-	if c.sentinel != "" {
-		opt.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinel, Username: c.sentinelUser, TLSConfig: opt.TLSConfig}
-		if opt.Sentinel.Password, err = secret(sentinelPasswordEnv, c.sentinelPass, "--sentinel-password-file"); err != nil {
-			return opt, err
-		}
-	} else if c.sentinelUser != "" || c.sentinelPass != "" {
-		return opt, errors.New("--sentinel-user and --sentinel-password-file go with --sentinel")
-	}
-	return opt, nil
+	opt.Sentinel = rueidis.SentinelOption{MasterSet: c.sentinel, Username: c.sentinelUser, TLSConfig: opt.TLSConfig}
+	var err error
+	opt.Sentinel.Password, err = secret(sentinelPasswordEnv, c.sentinelPass, "--sentinel-password-file")
+	return err
 }
 
 // dbFlag is --db: a database number, 0 or more.

@@ -67,25 +67,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("--clients must be at least 1")
 	}
 
-	where := "an embedded Redis"
-	var opt rueidis.ClientOption
-	if conn.explicit() {
-		var err error
-		if opt, err = conn.option(); err != nil {
-			return cmd.usageError("%v", err)
-		}
-		where = describe(opt)
-	} else {
-		m := miniredis.NewMiniRedis()
-		if err := m.Start(); err != nil {
-			fmt.Fprintf(stderr, "redisync demo: cannot start the embedded Redis: %v\n", err)
-			return exitFailure
-		}
-		defer m.Close()
-		m.ClockTTL(true) // leases run down with the clock, as on a real server
-		opt = rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true}
+	opt, where, stop, code := demoServer(cmd, &conn)
+	if code >= 0 {
+		return code
 	}
-
+	defer stop()
 	cs := make([]*redisync.Client, 0, *clients)
 	defer func() {
 		for _, c := range cs {
@@ -99,25 +85,50 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		}
 		cs = append(cs, c)
 	}
-
 	s := &sale{clients: cs, prefix: "redisync:demo:" + uuid.NewString()[:8] + ":", stock: *stock, buyers: *buyers, pay: *pay}
 	defer s.cleanup()
-	if !*asJSON {
-		fmt.Fprintf(stdout, "Flash sale: %d units in stock, %d buyers on %d clients, on %s.\n\n", *stock, *buyers, *clients, where)
+	return s.show(cmd, where, *asJSON)
+}
+
+// demoServer returns the server the demo runs on, and what to call once done: the one the flags
+// name, or a Redis embedded in this process. code >= 0 is an exit status.
+func demoServer(cmd *command, conn *connFlags) (opt rueidis.ClientOption, where string, stop func(), code int) {
+	if conn.explicit() {
+		o, err := conn.option()
+		if err != nil {
+			return o, "", nil, cmd.usageError("%v", err)
+		}
+		return o, describe(o), func() {}, -1
+	}
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		fmt.Fprintf(cmd.stderr, "redisync demo: cannot start the embedded Redis: %v\n", err)
+		return opt, "", nil, exitFailure
+	}
+	m.ClockTTL(true) // leases run down with the clock, as on a real server
+	opt = rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true}
+	return opt, "an embedded Redis", m.Close, -1
+}
+
+// show runs the sale without a lock and then with rlock, and tells how they went; the locked sale
+// must sell exactly what there is to sell.
+func (s *sale) show(cmd *command, where string, asJSON bool) int {
+	stdout := cmd.stdout
+	if !asJSON {
+		fmt.Fprintf(stdout, "Flash sale: %d units in stock, %d buyers on %d clients, on %s.\n\n", s.stock, s.buyers, len(s.clients), where)
 	}
 	free, err := s.run(context.Background(), false)
 	if err != nil {
 		return redisError(cmd, err)
 	}
-	if !*asJSON {
+	if !asJSON {
 		fmt.Fprintln(stdout, free.line("without a lock"))
 	}
 	locked, err := s.run(context.Background(), true)
 	if err != nil {
 		return redisError(cmd, err)
 	}
-	want := int64(min(*buyers, *stock))
-	if *asJSON {
+	if asJSON {
 		printJSON(stdout, struct {
 			Stock       int        `json:"stock"`
 			Buyers      int        `json:"buyers"`
@@ -125,14 +136,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 			Server      string     `json:"server"`
 			WithoutLock resultJSON `json:"without_lock"`
 			WithRLock   resultJSON `json:"with_rlock"`
-		}{*stock, *buyers, *clients, where, free.json(), locked.json()})
+		}{s.stock, s.buyers, len(s.clients), where, free.json(), locked.json()})
 	} else {
 		fmt.Fprintln(stdout, locked.line("with rlock"))
 		fmt.Fprintln(stdout)
 		tellSales(stdout, free, locked)
 	}
-	if locked.sold != want {
-		fmt.Fprintf(stderr, "redisync demo: the locked sale sold %d units, want %d\n", locked.sold, want)
+	if want := int64(min(s.buyers, s.stock)); locked.sold != want {
+		fmt.Fprintf(cmd.stderr, "redisync demo: the locked sale sold %d units, want %d\n", locked.sold, want)
 		return exitFailure
 	}
 	return exitOK

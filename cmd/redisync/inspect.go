@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redisync/redisync/internal/layout"
 )
 
 const inspectHeader = `Usage: redisync inspect [--json] [--watch [--interval D]] NAME
@@ -136,9 +138,6 @@ type permit struct {
 	Never   bool        `json:"never_expires,omitempty"`
 	Expires int64       `json:"expires_in_ms,omitempty"`
 }
-
-// neverExpires is the score of a permit without lease (Redisson's value).
-const neverExpires = 922337203685477
 
 // cmdInspect shows what Redis holds under a name.
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
@@ -358,14 +357,14 @@ func pairs(elements []string) map[string]string {
 // read-write lock's "mode". Anything else is someone else's hash.
 func lockFields(fields map[string]string) bool {
 	for k, v := range fields {
-		if k == "mode" {
-			if v != "read" && v != "write" {
+		if k == layout.RWLock.Mode {
+			if !rwMode(v) {
 				return false
 			}
 			continue
 		}
 		if _, err := strconv.ParseInt(v, 10, 64); err != nil || !strings.Contains(k, ":") ||
-			strings.HasSuffix(k, groupExpire) || strings.HasSuffix(k, groupCount) {
+			strings.HasSuffix(k, layout.Group.Expire) || strings.HasSuffix(k, layout.Group.Count) {
 			return false
 		}
 	}
@@ -376,17 +375,17 @@ func lockFields(fields map[string]string) bool {
 // nothing at all, or a permit-expirable semaphore's permits without a count.
 func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	name := st.Name
-	if mode, ok := fields["mode"]; ok {
+	if mode, ok := fields[layout.RWLock.Mode]; ok {
 		st.Kind, st.Mode = "read-write lock", mode
-		delete(fields, "mode")
+		delete(fields, layout.RWLock.Mode)
 		r.rwlock(st, fields, now)
 		return
 	}
 	rdb := r.rdb
-	queueKey := r.names.Prefixed("redisson_lock_queue", name)
-	timeoutKey := r.names.Prefixed("redisson_lock_timeout", name)
-	tokenKey := r.names.Prefixed("redisson_lock_token", name)
-	waitersKey := r.names.Prefixed("redisync_lock_waiters", name)
+	queueKey := r.key(layout.FairLock.Queue, name)
+	timeoutKey := r.key(layout.FairLock.Deadlines, name)
+	tokenKey := r.key(layout.Lock.Counter, name)
+	waitersKey := r.key(layout.Lock.Waiters, name)
 	owners := sortedKeys(fields)
 	var q batch
 	queueLen := q.add(rdb.B().Llen().Key(queueKey).Build())
@@ -398,7 +397,7 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	marks := -1
 	if len(owners) > 0 {
 		// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
-		marks = q.add(rdb.B().Hmget().Key(r.names.Prefixed("redisync_fair_waiters", name)).Field(owners...).Build())
+		marks = q.add(rdb.B().Hmget().Key(r.key(layout.FairLock.Records, name)).Field(owners...).Build())
 	}
 	exp := -1
 	if fields == nil {
@@ -428,29 +427,34 @@ func (r *reader) lock(st *state, fields map[string]string, now int64) {
 	case fair:
 		st.Kind = "fair lock"
 		inLine, _ := q.res[queue].AsStrSlice()
-		left := q.int(queueLen) - int64(len(inLine))
-		var d batch
-		var waiting []string
-		for _, owner := range inLine {
-			if !holders[owner] { // a holder is in line only for a moment, and waits for nobody
-				waiting = append(waiting, owner)
-				d.add(rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
-			}
-		}
-		st.omit("queue", left)
-		d.send(r)
-		for i, owner := range waiting {
-			w := waiter{Owner: owner}
-			if score, err := d.res[i].AsFloat64(); err == nil {
-				in := int64(score) - now
-				w.Deadline = &in
-			}
-			st.Queue = append(st.Queue, w)
-		}
+		st.omit("queue", q.int(queueLen)-int64(len(inLine)))
+		r.queue(st, timeoutKey, inLine, holders, now)
 	case fields != nil || st.FencingToken != nil || len(st.Waiters) > 0:
 		st.Kind = "lock"
 	case exp >= 0:
 		r.expirable(st, &q, exp, 0, now)
+	}
+}
+
+// queue adds to st the waiters of a fair lock among inLine, the first of its queue, each with its
+// deadline from timeoutKey. A holder is in line only for a moment, and waits for nobody.
+func (r *reader) queue(st *state, timeoutKey string, inLine []string, holders map[string]bool, now int64) {
+	var d batch
+	var waiting []string
+	for _, owner := range inLine {
+		if !holders[owner] {
+			waiting = append(waiting, owner)
+			d.add(r.rdb.B().Zscore().Key(timeoutKey).Member(owner).Build())
+		}
+	}
+	d.send(r)
+	for i, owner := range waiting {
+		w := waiter{Owner: owner}
+		if score, err := d.res[i].AsFloat64(); err == nil {
+			in := int64(score) - now
+			w.Deadline = &in
+		}
+		st.Queue = append(st.Queue, w)
 	}
 }
 
@@ -500,14 +504,14 @@ func (r *reader) group(st *state, fields map[string]string, size, now int64) {
 		slices.SortFunc(h.Values, func(a, b groupValue) int { return strings.Compare(a.Field, b.Field) })
 	}
 	st.omit("values", size/3-int64(read)) // three fields a value
-	subs := r.subscribers(r.names.Prefixed("redisson_lock__channel", st.Name))
+	subs := r.subscribers(r.key(layout.Group.Channel, st.Name))
 	st.Subscribers = &subs[0]
 }
 
 // rwlock reads a read-write lock's holders, their read leases, and the writers waiting.
 func (r *reader) rwlock(st *state, fields map[string]string, now int64) {
 	rdb := r.rdb
-	writersKey := r.names.Prefixed("redisync_rwlock_writers", st.Name)
+	writersKey := r.key(layout.RWLock.Writers, st.Name)
 	var q batch
 	writers := q.add(rdb.B().Zcount().Key(writersKey).Min(strconv.FormatInt(now+1, 10)).Max("+inf").Build())
 	announced := q.add(rdb.B().Zrangebyscore().Key(writersKey).Min(strconv.FormatInt(now+1, 10)).Max("+inf").Withscores().Limit(0, maxShown).Build())
@@ -517,11 +521,11 @@ func (r *reader) rwlock(st *state, fields map[string]string, now int64) {
 		count, _ := strconv.ParseInt(fields[owner], 10, 64)
 		h := holderState{Owner: owner, Count: count}
 		var idx []int
-		if o, ok := strings.CutSuffix(owner, ":write"); ok {
+		if o, ok := strings.CutSuffix(owner, layout.RWLock.WriterSuffix); ok {
 			h.Owner, h.Write = o, true
 		} else {
 			for k := int64(1); k <= count && budget > 0; k, budget = k+1, budget-1 {
-				idx = append(idx, q.add(rdb.B().Pttl().Key(r.names.Suffixed(st.Name, owner+":rwlock_timeout:"+strconv.FormatInt(k, 10))).Build()))
+				idx = append(idx, q.add(rdb.B().Pttl().Key(readLease(r.names, st.Name, owner, k)).Build()))
 			}
 		}
 		st.Holders = append(st.Holders, h)
@@ -537,7 +541,7 @@ func (r *reader) rwlock(st *state, fields map[string]string, now int64) {
 	// the writer's own.
 	n := q.int(writers)
 	for _, z := range q.zset(announced) {
-		owner := strings.TrimSuffix(z.Member, ":write")
+		owner := strings.TrimSuffix(z.Member, layout.RWLock.WriterSuffix)
 		if slices.ContainsFunc(st.Holders, func(h holderState) bool { return h.Owner == owner }) {
 			n--
 			continue
@@ -557,7 +561,7 @@ func (r *reader) counter(st *state, now int64) {
 		r.foreign(st, "string", -1)
 		return
 	}
-	waitersKey := r.names.Prefixed("redisync_semaphore_waiters", st.Name)
+	waitersKey := r.key(layout.Semaphore.Waiters, st.Name)
 	var q batch
 	exp := r.addExpirable(&q, st.Name, now)
 	waiters := q.add(rdb.B().Zcount().Key(waitersKey).Min(liveFrom(r.nowUs)).Max("+inf").Build())
@@ -571,8 +575,7 @@ func (r *reader) counter(st *state, now int64) {
 		who, permits := semaphoreRecord(m)
 		return waiter{Owner: who, Permits: permits}, true
 	})
-	subs := r.subscribers(r.names.Prefixed("redisson_sc", st.Name),
-		r.names.Braced("redisson_countdownlatch__channel__", st.Name, "redisson_countdownlatch__channel_"))
+	subs := r.subscribers(r.key(layout.Semaphore.Channel, st.Name), latchChannel(r.names, st.Name))
 	sem, latch := subs[0] > 0 || len(st.Waiters) > 0, subs[1] > 0
 	switch {
 	case sem && !latch:
@@ -592,7 +595,7 @@ func (r *reader) str(cmd rueidis.Completed) (string, bool) {
 // addExpirable queues the reads of a permit-expirable semaphore's permits and returns the index
 // of the first (their number; the first permits, soonest to expire; how many have expired).
 func (r *reader) addExpirable(q *batch, name string, now int64) int {
-	key := r.names.Suffixed(name, "timeout")
+	key := r.key(layout.Expirable.Permits, name)
 	i := q.add(r.rdb.B().Zcard().Key(key).Build())
 	q.add(firstOf(r.rdb, key, maxShown))
 	q.add(r.rdb.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(now, 10)).Build())
@@ -602,7 +605,7 @@ func (r *reader) addExpirable(q *batch, name string, now int64) int {
 // expirable fills st from the reads addExpirable queued at i, with available the count under the
 // name (a missing count is 0).
 func (r *reader) expirable(st *state, q *batch, i int, available int64, now int64) {
-	key := r.names.Suffixed(st.Name, "timeout")
+	key := r.key(layout.Expirable.Permits, st.Name)
 	if !r.found(st, key, q.int(i) > 0) {
 		return
 	}
@@ -610,7 +613,7 @@ func (r *reader) expirable(st *state, q *batch, i int, available int64, now int6
 	available += q.int(i + 2) // expired: back in the pool at the next operation, whoever sends it
 	for _, z := range q.zset(i + 1) {
 		p := permit{ID: printable(z.Member)}
-		if int64(z.Score) >= neverExpires {
+		if int64(z.Score) >= layout.Expirable.Never {
 			p.Never = true
 		} else {
 			p.Expires = int64(z.Score) - now
@@ -656,14 +659,44 @@ func sortedKeys(m map[string]string) []string {
 
 // print writes st for people.
 func (st *state) print(w io.Writer) {
+	if !st.printHeader(w) {
+		return
+	}
+	st.RateLimiter.print(w)
+	st.printHolders(w)
+	st.printWaiters(w)
+	if st.Subscribers != nil {
+		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
+	}
+	if st.Kind == "fair lock" {
+		st.printQueue(w)
+	}
+	if st.FencingToken != nil {
+		fmt.Fprintf(w, "  last fencing token: %d\n", *st.FencingToken)
+	}
+	switch st.Kind {
+	case "semaphore", "permit-expirable semaphore":
+		fmt.Fprintf(w, "  available permits: %d\n", *st.Available)
+	case "countdown latch":
+		fmt.Fprintf(w, "  count: %d\n", *st.Count)
+	case "semaphore or countdown latch":
+		fmt.Fprintf(w, "  value %d: a semaphore's available permits, or a latch's count\n", *st.Count)
+	}
+	if st.Kind == "permit-expirable semaphore" {
+		st.printPermits(w)
+	}
+}
+
+// printHeader writes the line that says what st is, and reports whether there is more to say.
+func (st *state) printHeader(w io.Writer) bool {
 	fmt.Fprintf(w, "%s: %s", escape(st.Name), st.Kind)
 	switch {
 	case st.Other != nil:
 		fmt.Fprintf(w, ": %s\n", st.Other)
-		return
+		return false
 	case st.Kind == "none":
 		fmt.Fprintln(w, " (nothing stored: a free lock, an empty semaphore or an open latch)")
-		return
+		return false
 	case st.Mode != "":
 		fmt.Fprintf(w, ", held for %s", st.Mode)
 	case len(st.Holders) > 0:
@@ -675,7 +708,11 @@ func (st *state) print(w io.Writer) {
 		fmt.Fprintf(w, ", %s", expiry(*st.TTLms))
 	}
 	fmt.Fprintln(w)
-	st.RateLimiter.print(w)
+	return true
+}
+
+// printHolders writes a line for each holder, and a group lock's values under their holder.
+func (st *state) printHolders(w io.Writer) {
 	for _, h := range st.Holders {
 		role := "holder"
 		if st.Mode != "" {
@@ -708,6 +745,10 @@ func (st *state) print(w io.Writer) {
 	if n := st.Omitted["values"]; n > 0 {
 		fmt.Fprintf(w, "    ... and about %d more values, held or not (not read)\n", n)
 	}
+}
+
+// printWaiters writes the writers a read-write lock keeps readers out for, and the recorded waiters.
+func (st *state) printWaiters(w io.Writer) {
 	if len(st.WaitingWriters) > 0 {
 		fmt.Fprintf(w, "  writers waiting, keeping new readers out: %d\n", int64(len(st.WaitingWriters))+st.Omitted["waiting_writers"])
 		for _, q := range st.WaitingWriters {
@@ -715,78 +756,69 @@ func (st *state) print(w io.Writer) {
 		}
 		st.more(w, "waiting_writers")
 	}
-	if len(st.Waiters) > 0 {
-		fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
-		for _, q := range st.Waiters {
-			fmt.Fprintf(w, "    %s", escape(q.Owner))
-			switch {
-			case q.Permits == 1:
-				fmt.Fprint(w, "  wants 1 permit")
-			case q.Permits > 1:
-				fmt.Fprintf(w, "  wants %d permits", q.Permits)
-			}
-			fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
+	if len(st.Waiters) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  waiters: %d\n", int64(len(st.Waiters))+st.Omitted["waiters"])
+	for _, q := range st.Waiters {
+		fmt.Fprintf(w, "    %s", escape(q.Owner))
+		switch {
+		case q.Permits == 1:
+			fmt.Fprint(w, "  wants 1 permit")
+		case q.Permits > 1:
+			fmt.Fprintf(w, "  wants %d permits", q.Permits)
 		}
-		st.more(w, "waiters")
+		fmt.Fprintf(w, "  tries again within %v\n", ms(*q.Deadline))
 	}
-	if st.Subscribers != nil {
-		fmt.Fprintf(w, "  processes waiting (subscribers of its channel): %d\n", *st.Subscribers)
-	}
-	if st.Kind == "fair lock" {
-		late := 0
-		for _, q := range st.Queue {
-			if q.Deadline != nil && *q.Deadline < 0 {
-				late++
-			}
+	st.more(w, "waiters")
+}
+
+// printQueue writes a fair lock's queue, head first, with each waiter's deadline.
+func (st *state) printQueue(w io.Writer) {
+	late := 0
+	for _, q := range st.Queue {
+		if q.Deadline != nil && *q.Deadline < 0 {
+			late++
 		}
-		if late == 0 {
-			fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
-		} else {
-			fmt.Fprintf(w, "  queue: %d in line, %d of them past their deadline\n", int64(len(st.Queue))+st.Omitted["queue"], late)
+	}
+	if late == 0 {
+		fmt.Fprintf(w, "  queue: %d waiting\n", int64(len(st.Queue))+st.Omitted["queue"])
+	} else {
+		fmt.Fprintf(w, "  queue: %d in line, %d of them past their deadline\n", int64(len(st.Queue))+st.Omitted["queue"], late)
+	}
+	for i, q := range st.Queue {
+		fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
+		switch {
+		case q.Deadline == nil:
+			fmt.Fprint(w, "  no deadline")
+		case *q.Deadline < 0:
+			fmt.Fprintf(w, "  deadline passed %v ago: loses its place at the next try", ms(-*q.Deadline))
+		default:
+			fmt.Fprintf(w, "  must try again within %v", ms(*q.Deadline))
 		}
-		for i, q := range st.Queue {
-			fmt.Fprintf(w, "    %d. %s", i+1, escape(q.Owner))
-			switch {
-			case q.Deadline == nil:
-				fmt.Fprint(w, "  no deadline")
-			case *q.Deadline < 0:
-				fmt.Fprintf(w, "  deadline passed %v ago: loses its place at the next try", ms(-*q.Deadline))
-			default:
-				fmt.Fprintf(w, "  must try again within %v", ms(*q.Deadline))
-			}
-			fmt.Fprintln(w)
+		fmt.Fprintln(w)
+	}
+	st.more(w, "queue")
+}
+
+// printPermits writes a permit-expirable semaphore's acquired permits, with when each expires.
+func (st *state) printPermits(w io.Writer) {
+	fmt.Fprintf(w, "  acquired permits: %d\n", int64(len(st.Permits))+st.Omitted["permits"])
+	for _, p := range st.Permits {
+		switch {
+		case p.Never:
+			fmt.Fprintf(w, "    %s  never expires", p.ID)
+		case p.Expires <= 0:
+			fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation", p.ID, ms(-p.Expires))
+		default:
+			fmt.Fprintf(w, "    %s  expires in %v", p.ID, ms(p.Expires))
 		}
-		st.more(w, "queue")
-	}
-	if st.FencingToken != nil {
-		fmt.Fprintf(w, "  last fencing token: %d\n", *st.FencingToken)
-	}
-	switch st.Kind {
-	case "semaphore", "permit-expirable semaphore":
-		fmt.Fprintf(w, "  available permits: %d\n", *st.Available)
-	case "countdown latch":
-		fmt.Fprintf(w, "  count: %d\n", *st.Count)
-	case "semaphore or countdown latch":
-		fmt.Fprintf(w, "  value %d: a semaphore's available permits, or a latch's count\n", *st.Count)
-	}
-	if st.Kind == "permit-expirable semaphore" {
-		fmt.Fprintf(w, "  acquired permits: %d\n", int64(len(st.Permits))+st.Omitted["permits"])
-		for _, p := range st.Permits {
-			switch {
-			case p.Never:
-				fmt.Fprintf(w, "    %s  never expires", p.ID)
-			case p.Expires <= 0:
-				fmt.Fprintf(w, "    %s  expired %v ago: back in the pool at the next operation", p.ID, ms(-p.Expires))
-			default:
-				fmt.Fprintf(w, "    %s  expires in %v", p.ID, ms(p.Expires))
-			}
-			if p.Who != nil {
-				fmt.Fprintf(w, "  %s", escape(p.Who.String()))
-			}
-			fmt.Fprintln(w)
+		if p.Who != nil {
+			fmt.Fprintf(w, "  %s", escape(p.Who.String()))
 		}
-		st.more(w, "permits")
+		fmt.Fprintln(w)
 	}
+	st.more(w, "permits")
 }
 
 // more says how many items of a list were not read.

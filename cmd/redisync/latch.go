@@ -51,98 +51,112 @@ func cmdLatch(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) < 2 {
-		return cmd.usageError("want NAME and one of set N, countdown, count, await")
-	}
-	name, verb, rest := pos[0], pos[1], pos[2:]
-	var n int64
-	switch {
-	case verb == "set" && len(rest) == 1:
-		var err error
-		if n, err = strconv.ParseInt(rest[0], 10, 64); err != nil || n < 1 {
-			return cmd.usageError("set: N must be a whole number of at least 1, not %q", rest[0])
-		}
-	case verb == "set":
-		return cmd.usageError("set takes one count N")
-	case verb != "countdown" && verb != "count" && verb != "await":
-		return cmd.usageError("unknown latch operation %q", verb)
-	case len(rest) > 0:
-		return cmd.usageError("%s takes no argument, got %q", verb, rest[0])
-	}
-	if verb != "await" && w.given(cmd) {
-		return cmd.usageError("--wait, -n and -E go with await only")
-	}
-	if code := w.check(cmd); code >= 0 {
+	op, code := parseLatchOp(cmd, pos, &w)
+	if code >= 0 {
 		return code
 	}
-	if name == "" {
-		return cmd.usageError("empty NAME")
-	}
-	if err := checkName(name); err != nil {
-		return cmd.usageError("%v", err)
-	}
-
 	start := time.Now()
 	c, code := conn.connect(cmd, w.budget())
 	if code >= 0 {
 		return code
 	}
 	defer c.Close()
-	l, err := countdown.New(c, name)
+	l, err := countdown.New(c, op.name)
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
-	ctx := context.Background()
-	fail := func(err error) int { return redisError(cmd, err) }
 	// A key of another kind under NAME is refused before anything is written: the latch's scripts
 	// would treat an application's number as a count. (countdown's own script refuses what is not
 	// a positive whole number, atomically; this says so before set and await too.)
 	checkCtx, cancel := w.before(start)
-	code = checkLatchKey(checkCtx, cmd, c, name)
+	code = checkLatchKey(checkCtx, cmd, c, op.name)
 	cancel()
 	if code >= 0 {
 		return code
 	}
-	switch verb {
-	case "set":
-		ok, err := l.TrySetCount(ctx, n)
-		if err != nil {
-			return fail(err)
+	return op.run(cmd, l, &w, start, *asJSON)
+}
+
+// latchOp is what 'redisync latch' was asked to do: verb (set, countdown, count, await) on the latch
+// name, n being set's count.
+type latchOp struct {
+	name, verb string
+	n          int64
+}
+
+// parseLatchOp reads the operation from the positional arguments, and checks that the flags go with
+// it; code >= 0 is an exit status.
+func parseLatchOp(cmd *command, pos []string, w *waitFlags) (op latchOp, code int) {
+	if len(pos) < 2 {
+		return op, cmd.usageError("want NAME and one of set N, countdown, count, await")
+	}
+	op.name, op.verb = pos[0], pos[1]
+	rest := pos[2:]
+	switch {
+	case op.verb == "set" && len(rest) == 1:
+		var err error
+		if op.n, err = strconv.ParseInt(rest[0], 10, 64); err != nil || op.n < 1 {
+			return op, cmd.usageError("set: N must be a whole number of at least 1, not %q", rest[0])
 		}
-		if !ok {
+	case op.verb == "set":
+		return op, cmd.usageError("set takes one count N")
+	case op.verb != "countdown" && op.verb != "count" && op.verb != "await":
+		return op, cmd.usageError("unknown latch operation %q", op.verb)
+	case len(rest) > 0:
+		return op, cmd.usageError("%s takes no argument, got %q", op.verb, rest[0])
+	}
+	if op.verb != "await" && w.given(cmd) {
+		return op, cmd.usageError("--wait, -n and -E go with await only")
+	}
+	if code := w.check(cmd); code >= 0 {
+		return op, code
+	}
+	if op.name == "" {
+		return op, cmd.usageError("empty NAME")
+	}
+	if err := checkName(op.name); err != nil {
+		return op, cmd.usageError("%v", err)
+	}
+	return op, -1
+}
+
+// run does op on l, the command having started at start.
+func (op latchOp) run(cmd *command, l *countdown.Latch, w *waitFlags, start time.Time, asJSON bool) int {
+	ctx := context.Background()
+	var err error
+	switch op.verb {
+	case "set":
+		var ok bool
+		if ok, err = l.TrySetCount(ctx, op.n); err == nil && !ok {
 			count, _ := l.Count(ctx)
-			cmd.say("%q is still counting down (count %d); not set", name, count)
+			cmd.say("%q is still counting down (count %d); not set", op.name, count)
 			return exitFailure
 		}
 	case "countdown":
-		if err := l.CountDown(ctx); err != nil {
-			return fail(err)
-		}
+		err = l.CountDown(ctx)
 	case "count":
-		count, err := l.Count(ctx)
-		if err != nil {
-			return fail(err)
+		var count int64
+		if count, err = l.Count(ctx); err != nil {
+			break
 		}
-		if *asJSON {
-			printJSON(stdout, struct {
+		if asJSON {
+			printJSON(cmd.stdout, struct {
 				Name  string `json:"name"`
 				Count int64  `json:"count"`
-			}{name, count})
+			}{op.name, count})
 		} else {
-			fmt.Fprintln(stdout, count)
+			fmt.Fprintln(cmd.stdout, count)
 		}
 	case "await":
 		if !w.wait.set {
 			err = l.Await(ctx)
-		} else {
-			if err = l.TryAwait(ctx, max(0, w.wait.d-time.Since(start))); errors.Is(err, redisync.ErrNotAcquired) {
-				count, _ := l.Count(ctx)
-				return w.notAcquired(cmd, "%q still at count %d after %v", name, count, w.wait.d)
-			}
+		} else if err = l.TryAwait(ctx, max(0, w.wait.d-time.Since(start))); errors.Is(err, redisync.ErrNotAcquired) {
+			count, _ := l.Count(ctx)
+			return w.notAcquired(cmd, "%q still at count %d after %v", op.name, count, w.wait.d)
 		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return fail(err)
-		}
+	}
+	if err != nil && (op.verb != "await" || !errors.Is(err, context.Canceled)) {
+		return redisError(cmd, err)
 	}
 	return exitOK
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 )
 
 const listHeader = `Usage: redisync list [--json] [--max-keys N] [PATTERN]
@@ -143,14 +144,14 @@ const (
 
 // Side keys list finds objects by, and the channels of waiters it finds others by.
 const (
-	sideQueue        = 1 << iota // redisson_lock_queue:{N}, a list: a fair lock's waiters
-	sideFairTimeout              // redisson_lock_timeout:{N}, a zset
-	sideLockWaiters              // redisync_lock_waiters:{N}, a zset
-	sideWriters                  // redisync_rwlock_writers:{N}, a zset
-	sideSemWaiters               // redisync_semaphore_waiters:{N}, a zset
-	sideExpirable                // {N}:timeout, a zset of permits
-	sideSemChannel               // redisson_sc:{N} has subscribers
-	sideLatchChannel             // redisson_countdownlatch__channel__{N} has subscribers
+	sideQueue        = 1 << iota // layout.FairLock.Queue: a fair lock's waiters
+	sideFairTimeout              // layout.FairLock.Deadlines
+	sideLockWaiters              // layout.Lock.Waiters
+	sideWriters                  // layout.RWLock.Writers
+	sideSemWaiters               // layout.Semaphore.Waiters
+	sideExpirable                // layout.Expirable.Permits
+	sideSemChannel               // layout.Semaphore.Channel has subscribers
+	sideLatchChannel             // layout.Latch.Channel has subscribers
 )
 
 // object is what list learnt of one name while walking the keys.
@@ -264,7 +265,7 @@ func (l *lister) walk(node rueidis.Client) error {
 		if err := l.scan(node, "*", "zset", l.zsets); err != nil {
 			return err
 		}
-		if err := l.scan(node, "redisson_lock_queue:*", "list", l.lists); err != nil {
+		if err := l.scan(node, globEscape(layout.FairLock.Queue)+":*", "list", l.lists); err != nil {
 			return err
 		}
 	} else if err := l.scan(node, "*", "", l.byType); err != nil {
@@ -323,7 +324,7 @@ func (l *lister) byType(node rueidis.Client, keys []string) error {
 				hashes = append(hashes, chunk[i])
 			case typ == "zset":
 				zsets = append(zsets, chunk[i])
-			case typ == "list" && strings.HasPrefix(chunk[i], "redisson_lock_queue:"):
+			case typ == "list" && strings.HasPrefix(chunk[i], layout.FairLock.Queue+":"):
 				lists = append(lists, chunk[i])
 			}
 		}
@@ -389,10 +390,10 @@ func (l *lister) zsets(_ rueidis.Client, keys []string) error {
 			prefix string
 			bit    int
 		}{
-			{"redisson_lock_timeout", sideFairTimeout},
-			{"redisync_lock_waiters", sideLockWaiters},
-			{"redisync_rwlock_writers", sideWriters},
-			{"redisync_semaphore_waiters", sideSemWaiters},
+			{layout.FairLock.Deadlines, sideFairTimeout},
+			{layout.Lock.Waiters, sideLockWaiters},
+			{layout.RWLock.Writers, sideWriters},
+			{layout.Semaphore.Waiters, sideSemWaiters},
 		} {
 			if name, ok := unprefix(l.r.names, side.prefix, key, nil); ok {
 				if o := l.object(name); o != nil {
@@ -400,7 +401,7 @@ func (l *lister) zsets(_ rueidis.Client, keys []string) error {
 				}
 			}
 		}
-		if name, ok := unsuffix(l.r.names, key, "timeout", nil); ok {
+		if name, ok := unsuffix(l.r.names, key, layout.Expirable.Permits, nil); ok {
 			if o := l.object(name); o != nil {
 				o.side |= sideExpirable
 			}
@@ -412,7 +413,7 @@ func (l *lister) zsets(_ rueidis.Client, keys []string) error {
 // lists finds the fair locks whose queues the lists are.
 func (l *lister) lists(_ rueidis.Client, keys []string) error {
 	for _, key := range keys {
-		if name, ok := unprefix(l.r.names, "redisson_lock_queue", key, nil); ok {
+		if name, ok := unprefix(l.r.names, layout.FairLock.Queue, key, nil); ok {
 			if o := l.object(name); o != nil {
 				o.side |= sideQueue
 			}
@@ -424,14 +425,13 @@ func (l *lister) lists(_ rueidis.Client, keys []string) error {
 // channels finds the semaphores and latches that processes wait for, by the channels they
 // subscribe to: a bare number under a name says nothing, its waiters do.
 func (l *lister) channels(node rueidis.Client) error {
-	latch := func(name string) string {
-		return l.r.names.Braced("redisson_countdownlatch__channel__", name, "redisson_countdownlatch__channel_")
-	}
+	latch := func(name string) string { return latchChannel(l.r.names, name) }
+	semaphores, latches := globEscape(layout.Semaphore.Channel)+":*", globEscape(layout.Latch.Fallback)+"*"
 	for _, res := range node.DoMulti(l.r.ctx,
-		node.B().PubsubChannels().Pattern("redisson_sc:*").Build(),
-		node.B().PubsubChannels().Pattern("redisson_countdownlatch__channel_*").Build(),
-		node.B().PubsubShardchannels().Pattern("redisson_sc:*").Build(),
-		node.B().PubsubShardchannels().Pattern("redisson_countdownlatch__channel_*").Build()) {
+		node.B().PubsubChannels().Pattern(semaphores).Build(),
+		node.B().PubsubChannels().Pattern(latches).Build(),
+		node.B().PubsubShardchannels().Pattern(semaphores).Build(),
+		node.B().PubsubShardchannels().Pattern(latches).Build()) {
 		chans, err := res.AsStrSlice()
 		if err != nil {
 			if _, isRedis := rueidis.IsRedisErr(err); !isRedis || hasCode(err, "NOPERM") {
@@ -440,18 +440,18 @@ func (l *lister) channels(node rueidis.Client) error {
 			continue // SHARDCHANNELS is missing before Redis 7
 		}
 		for _, ch := range chans {
-			if name, ok := unprefix(l.r.names, "redisson_sc", ch, nil); ok {
+			if name, ok := unprefix(l.r.names, layout.Semaphore.Channel, ch, nil); ok {
 				if o := l.object(name); o != nil {
 					o.side |= sideSemChannel
 				}
 				continue
 			}
-			rest := strings.TrimPrefix(strings.TrimPrefix(ch, "redisson_countdownlatch__channel_"), "_")
+			rest := strings.TrimPrefix(ch, layout.Latch.Channel)
 			if name, ok := inverse(rest, ch, latch, nil); ok {
 				if o := l.object(name); o != nil {
 					o.side |= sideLatchChannel
 				}
-			} else if name, ok := unprefix(l.r.names, "redisson_countdownlatch__channel_", ch, nil); ok {
+			} else if name, ok := unprefix(l.r.names, layout.Latch.Fallback, ch, nil); ok {
 				if o := l.object(name); o != nil {
 					o.side |= sideLatchChannel
 				}
@@ -477,68 +477,95 @@ const listedRecords = 8
 // read reads what the rows of the objects called names show, in one round trip (a rate limiter's
 // window takes one more), and leaves out those that are no primitive after all.
 func (l *lister) read(names []string) ([]listed, error) {
-	r, rdb, now := l.r, l.r.rdb, strconv.FormatInt(l.now, 10)
 	var q batch
 	rows := make([]row, len(names))
 	for i, name := range names {
-		o := l.objects[name]
-		w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1, live: -1,
-			marks: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1, group: -1}
-		side := func(prefix string) string { return r.names.Prefixed(prefix, name) }
-		_, _, _, rate := rateFields(o.fields)
-		group := o.fields != nil && !rate && groupFields(o.fields)
-		_, rw := o.fields["mode"]
-		switch {
-		case group && o.more:
-			// A group has three fields a value: read those of a few hundred values.
-			w.group = q.add(rdb.B().Hscan().Key(name).Cursor(0).Count(maxGroupFields).Build())
-			w.size = q.add(rdb.B().Hlen().Key(name).Build())
-		case o.more:
-			w.size = q.add(rdb.B().Hlen().Key(name).Build())
-		}
-		if o.side&(sideQueue|sideFairTimeout) != 0 {
-			w.queue = q.add(rdb.B().Llen().Key(side("redisson_lock_queue")).Build())
-			w.live = q.add(rdb.B().Zcount().Key(side("redisson_lock_timeout")).Min("(" + now).Max("+inf").Build())
-		}
-		if o.fields != nil && !rate && !group && !rw {
-			if o.side&sideLockWaiters != 0 {
-				key := side("redisync_lock_waiters")
-				w.records = q.add(rdb.B().Zcount().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Build())
-				w.ids = q.add(rdb.B().Zrangebyscore().Key(key).Min(liveFrom(r.nowUs)).Max("+inf").Limit(0, listedRecords).Build())
-			}
-			if o.side&(sideQueue|sideFairTimeout) == 0 {
-				// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
-				w.marks = q.add(rdb.B().Hmget().Key(side("redisync_fair_waiters")).Field(sortedKeys(o.fields)...).Build())
-			}
-		}
-		if o.fields != nil && o.side&sideWriters != 0 {
-			w.writers = q.add(rdb.B().Zcount().Key(side("redisync_rwlock_writers")).Min("(" + now).Max("+inf").Build())
-		}
-		if o.fields == nil {
-			w.value = q.add(getNumber(rdb, name))
-			if o.side&sideSemWaiters != 0 {
-				w.records = q.add(rdb.B().Zcount().Key(side("redisync_semaphore_waiters")).Min(liveFrom(r.nowUs)).Max("+inf").Build())
-			}
-			if o.side&sideExpirable != 0 {
-				key := r.names.Suffixed(name, "timeout")
-				w.permits = q.add(rdb.B().Zcard().Key(key).Build())
-				w.ids = q.add(firstOf(rdb, key, 4))
-				w.expired = q.add(rdb.B().Zcount().Key(key).Min("-inf").Max(now).Build())
-			}
-		}
-		rows[i] = w
+		rows[i] = l.reads(&q, name, l.objects[name])
 	}
-	q.send(r)
+	q.send(l.r)
 	var out []listed
 	for _, w := range rows {
 		if found, ok := l.row(w, &q); ok {
 			out = append(out, found)
 		}
-		if r.err != nil {
-			return nil, r.err
+		if l.r.err != nil {
+			return nil, l.r.err
 		}
 	}
 	return out, nil
+}
+
+// shape says what the hash fields of o make it: a rate limiter, a group lock, a read-write lock, or
+// (none of them, with fields) a lock or fair lock.
+func (o *object) shape() (rate, group, rw bool) {
+	if o.fields == nil {
+		return false, false, false
+	}
+	_, _, _, rate = rateFields(o.fields)
+	group = !rate && groupFields(o.fields)
+	_, rw = o.fields[layout.RWLock.Mode]
+	return rate, group, rw
+}
+
+// reads adds to q the reads of the row of o, called name.
+func (l *lister) reads(q *batch, name string, o *object) row {
+	rdb, now := l.r.rdb, strconv.FormatInt(l.now, 10)
+	w := row{name: name, o: o, ttl: q.add(rdb.B().Pttl().Key(name).Build()), size: -1, queue: -1, records: -1, live: -1,
+		marks: -1, writers: -1, value: -1, permits: -1, expired: -1, ids: -1, group: -1}
+	rate, group, rw := o.shape()
+	switch {
+	case group && o.more:
+		// A group has three fields a value: read those of a few hundred values.
+		w.group = q.add(rdb.B().Hscan().Key(name).Cursor(0).Count(maxGroupFields).Build())
+		w.size = q.add(rdb.B().Hlen().Key(name).Build())
+	case o.more:
+		w.size = q.add(rdb.B().Hlen().Key(name).Build())
+	}
+	if o.side&(sideQueue|sideFairTimeout) != 0 {
+		w.queue = q.add(rdb.B().Llen().Key(l.r.key(layout.FairLock.Queue, name)).Build())
+		w.live = q.add(rdb.B().Zcount().Key(l.r.key(layout.FairLock.Deadlines, name)).Min("(" + now).Max("+inf").Build())
+	}
+	switch {
+	case o.fields == nil:
+		l.numberReads(q, &w)
+	case !rate && !group && !rw:
+		l.lockReads(q, &w)
+	}
+	if o.fields != nil && o.side&sideWriters != 0 {
+		w.writers = q.add(rdb.B().Zcount().Key(l.r.key(layout.RWLock.Writers, name)).Min("(" + now).Max("+inf").Build())
+	}
+	return w
+}
+
+// lockReads adds to q the reads of a lock's or fair lock's row w: its live waiter records, and the
+// holders' grant marks.
+func (l *lister) lockReads(q *batch, w *row) {
+	rdb, o, live := l.r.rdb, w.o, liveFrom(l.r.nowUs)
+	if o.side&sideLockWaiters != 0 {
+		key := l.r.key(layout.Lock.Waiters, w.name)
+		w.records = q.add(rdb.B().Zcount().Key(key).Min(live).Max("+inf").Build())
+		w.ids = q.add(rdb.B().Zrangebyscore().Key(key).Min(live).Max("+inf").Limit(0, listedRecords).Build())
+	}
+	if o.side&(sideQueue|sideFairTimeout) == 0 {
+		// A fair lock handed over to a waiter has no queue left, but its holder's grant mark.
+		w.marks = q.add(rdb.B().Hmget().Key(l.r.key(layout.FairLock.Records, w.name)).Field(sortedKeys(o.fields)...).Build())
+	}
+}
+
+// numberReads adds to q the reads of row w, of a name without a hash: a semaphore's or latch's
+// number, a semaphore's waiter records, a permit-expirable semaphore's permits.
+func (l *lister) numberReads(q *batch, w *row) {
+	rdb := l.r.rdb
+	w.value = q.add(getNumber(rdb, w.name))
+	if w.o.side&sideSemWaiters != 0 {
+		w.records = q.add(rdb.B().Zcount().Key(l.r.key(layout.Semaphore.Waiters, w.name)).Min(liveFrom(l.r.nowUs)).Max("+inf").Build())
+	}
+	if w.o.side&sideExpirable != 0 {
+		key := l.r.key(layout.Expirable.Permits, w.name)
+		w.permits = q.add(rdb.B().Zcard().Key(key).Build())
+		w.ids = q.add(firstOf(rdb, key, 4))
+		w.expired = q.add(rdb.B().Zcount().Key(key).Min("-inf").Max(strconv.FormatInt(l.now, 10)).Build())
+	}
 }
 
 // maxGroupFields is how many fields of a group lock's hash list asks for, beyond its first page.
@@ -550,65 +577,87 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 	if ttl := q.int(w.ttl); ttl >= 0 {
 		out.TTLms = &ttl
 	}
-	o := w.o
-	if o.fields != nil {
-		if _, _, _, ok := rateFields(o.fields); ok {
-			st := &state{Name: w.name}
-			l.r.rateLimiter(st, o.fields, l.now)
-			rs := st.RateLimiter
-			out.Kind, out.Detail = "rate limiter", fmt.Sprintf("%d per %v, %s", rs.Rate, ms(rs.IntervalMs), rs.Type)
-			if rs.Available != nil {
-				out.Detail += fmt.Sprintf(", %d left", *rs.Available)
-			}
-			return out, true
-		}
-		if groupFields(o.fields) {
-			fields, more := o.fields, o.more
-			if w.group >= 0 {
-				if page, err := q.res[w.group].AsScanEntry(); err == nil {
-					fields, more = pairs(page.Elements), page.Cursor != 0
-					maps.Copy(fields, o.fields)
-				}
-			}
-			values, _ := groupHolds(fields, l.now)
-			owners := map[string]bool{}
-			for _, v := range values {
-				owners[v.owner] = true
-			}
-			holders := len(owners)
-			out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%d values held", len(values))
-			if more { // holders and values of those read
-				out.Detail = fmt.Sprintf("at least %d of about %d values held", len(values), q.int(w.size)/3)
-			}
-			return out, true
-		}
-		holders := len(o.fields)
-		if w.size >= 0 {
-			holders = int(q.int(w.size))
-		}
-		var waiters int64
-		mode, rw := o.fields["mode"]
-		switch {
-		case rw:
-			holders--
-			out.Kind, out.Detail, waiters = "read-write lock", "mode "+mode, q.int(w.writers)
-		case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0 || fairMarked(q, w.marks):
-			out.Kind, waiters = "fair lock", q.int(w.live)
-		default:
-			out.Kind, waiters = "lock", q.int(w.records)
-			if w.ids >= 0 {
-				records, _ := q.res[w.ids].AsStrSlice()
-				for _, m := range records {
-					if turnMarker(m) || o.fields[recordOwner(m)] != "" {
-						waiters-- // a Java waiters' turn, or a holder's record: no waiter
-					}
-				}
-			}
-		}
-		out.Holders, out.Waiters = &holders, &waiters
-		return out, true
+	rate, group, _ := w.o.shape()
+	switch {
+	case w.o.fields == nil:
+		return l.numberRow(out, w, q)
+	case rate:
+		return l.rateRow(out, w.o), true
+	case group:
+		return l.groupRow(out, w, q), true
 	}
-	if w.queue >= 0 && q.int(w.queue) > 0 { // a fair lock, free for a moment, with waiters in line
+	return lockRow(out, w, q), true
+}
+
+// rateRow summarises the rate limiter o.
+func (l *lister) rateRow(out listed, o *object) listed {
+	st := &state{Name: out.Name}
+	l.r.rateLimiter(st, o.fields, l.now)
+	rs := st.RateLimiter
+	out.Kind, out.Detail = "rate limiter", fmt.Sprintf("%d per %v, %s", rs.Rate, ms(rs.IntervalMs), rs.Type)
+	if rs.Available != nil {
+		out.Detail += fmt.Sprintf(", %d left", *rs.Available)
+	}
+	return out
+}
+
+// groupRow summarises the group lock of w: its holders, and the values held of those read.
+func (l *lister) groupRow(out listed, w row, q *batch) listed {
+	fields, more := w.o.fields, w.o.more
+	if w.group >= 0 {
+		if page, err := q.res[w.group].AsScanEntry(); err == nil {
+			fields, more = pairs(page.Elements), page.Cursor != 0
+			maps.Copy(fields, w.o.fields)
+		}
+	}
+	values, _ := groupHolds(fields, l.now)
+	owners := map[string]bool{}
+	for _, v := range values {
+		owners[v.owner] = true
+	}
+	holders := len(owners)
+	out.Kind, out.Holders, out.Detail = "group lock", &holders, fmt.Sprintf("%d values held", len(values))
+	if more { // holders and values of those read
+		out.Detail = fmt.Sprintf("at least %d of about %d values held", len(values), q.int(w.size)/3)
+	}
+	return out
+}
+
+// lockRow summarises the lock, fair lock or read-write lock of w: its holders and live waiters.
+func lockRow(out listed, w row, q *batch) listed {
+	o := w.o
+	holders := len(o.fields)
+	if w.size >= 0 {
+		holders = int(q.int(w.size))
+	}
+	var waiters int64
+	mode, rw := o.fields[layout.RWLock.Mode]
+	switch {
+	case rw:
+		holders--
+		out.Kind, out.Detail, waiters = "read-write lock", "mode "+mode, q.int(w.writers)
+	case w.queue >= 0 && q.int(w.queue) > 0 || o.side&sideFairTimeout != 0 || fairMarked(q, w.marks):
+		out.Kind, waiters = "fair lock", q.int(w.live)
+	default:
+		out.Kind, waiters = "lock", q.int(w.records)
+		if w.ids >= 0 {
+			records, _ := q.res[w.ids].AsStrSlice()
+			for _, m := range records {
+				if turnMarker(m) || o.fields[recordOwner(m)] != "" {
+					waiters-- // a Java waiters' turn, or a holder's record: no waiter
+				}
+			}
+		}
+	}
+	out.Holders, out.Waiters = &holders, &waiters
+	return out
+}
+
+// numberRow summarises w, a name without a hash: a fair lock free for a moment with waiters in
+// line, a permit-expirable semaphore, a semaphore or a latch, or nothing of ours (a bare number,
+// another string).
+func (l *lister) numberRow(out listed, w row, q *batch) (listed, bool) {
+	if w.queue >= 0 && q.int(w.queue) > 0 {
 		holders, waiters := 0, q.int(w.live)
 		out.Kind, out.Holders, out.Waiters = "fair lock", &holders, &waiters
 		return out, true
@@ -618,8 +667,7 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		return out, false // a string that is no count: someone else's
 	}
 	if n := int(q.int(w.permits)); n > 0 {
-		ids := q.zset(w.ids)
-		for _, z := range ids {
+		for _, z := range q.zset(w.ids) {
 			if len(z.Member) != 16 {
 				return out, false // not a permit id
 			}
@@ -629,8 +677,8 @@ func (l *lister) row(w row, q *batch) (listed, bool) {
 		return out, true
 	}
 	records := q.int(w.records)
-	sem := o.side&sideSemChannel != 0 || records > 0
-	latch := o.side&sideLatchChannel != 0
+	sem := w.o.side&sideSemChannel != 0 || records > 0
+	latch := w.o.side&sideLatchChannel != 0
 	switch {
 	case latch && !sem && value > 0:
 		out.Kind, out.Detail = "countdown latch", fmt.Sprintf("count %d", value)
@@ -660,13 +708,13 @@ func ownerFields(fields map[string]string) bool {
 		return false
 	}
 	for k, v := range fields {
-		if k == "mode" {
-			if v != "read" && v != "write" {
+		if k == layout.RWLock.Mode {
+			if !rwMode(v) {
 				return false
 			}
 			continue
 		}
-		owner := strings.TrimSuffix(k, ":write")
+		owner := strings.TrimSuffix(k, layout.RWLock.WriterSuffix)
 		i := strings.LastIndexByte(owner, ':')
 		if i <= 0 {
 			return false
@@ -693,17 +741,10 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// sidePrefixes are the prefixes of the side keys "prefix:{name}" of every primitive.
-var sidePrefixes = []string{
-	"redisson_lock_queue", "redisson_lock_timeout", "redisson_lock_token", "redisson_unlock_latch",
-	"redisync_fair_waiters", "redisync_lock_clients", "redisync_lock_waiters", "redisync_rwlock_writers",
-	"redisync_semaphore_clients", "redisync_semaphore_grants", "redisync_semaphore_waiters",
-}
-
 // sideKey reports whether key is a side key of some object rather than a main key: a waiter
 // record hash must not pass for a lock.
 func sideKey(names core.Names, key string) bool {
-	for _, p := range sidePrefixes {
+	for _, p := range layout.SideKeys {
 		if _, ok := unprefix(names, p, key, nil); ok {
 			return true
 		}
@@ -711,24 +752,24 @@ func sideKey(names core.Names, key string) bool {
 	return false
 }
 
-// unprefix returns the name whose side key Prefixed(prefix, name) is key; a name whose main key is
-// in exists is preferred.
+// unprefix returns the name whose side key of the form prefix ("prefix:{name}") is key; a name
+// whose main key is in exists is preferred.
 func unprefix(names core.Names, prefix, key string, exists map[string]bool) (string, bool) {
 	rest, ok := strings.CutPrefix(key, prefix+":")
 	if !ok {
 		return "", false
 	}
-	return inverse(rest, key, func(name string) string { return names.Prefixed(prefix, name) }, exists)
+	return inverse(rest, key, func(name string) string { return names.Key(prefix, name) }, exists)
 }
 
-// unsuffix returns the name whose side key Suffixed(name, suffix) is key; a name whose main key is
-// in exists is preferred.
+// unsuffix returns the name whose side key of the form suffix (":suffix", "{name}:suffix") is key;
+// a name whose main key is in exists is preferred.
 func unsuffix(names core.Names, key, suffix string, exists map[string]bool) (string, bool) {
-	rest, ok := strings.CutSuffix(key, ":"+suffix)
+	rest, ok := strings.CutSuffix(key, suffix)
 	if !ok {
 		return "", false
 	}
-	return inverse(rest, key, func(name string) string { return names.Suffixed(name, suffix) }, exists)
+	return inverse(rest, key, func(name string) string { return names.Key(suffix, name) }, exists)
 }
 
 // inverse finds the name that side makes key from, given what key holds besides the prefix or

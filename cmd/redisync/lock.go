@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -141,21 +143,17 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("lock", lockHeader, lockFooter, stdout, stderr)
 	var f lockFlags
 	f.register(cmd, "acquired", "hold the lock for at most `DURATION`, without renewal; COMMAND is stopped when it ends (default: renewed while COMMAND runs)")
-	fair := cmd.fs.Bool("fair", false, "a fair lock (Redisson's getFairLock): waiters get it in the order they came")
-	read := cmd.fs.Bool("read", false, "the read side of the read-write lock NAME (Redisson's getReadWriteLock): readers share it")
-	write := cmd.fs.Bool("write", false, "the write side of the read-write lock NAME: one writer, and no reader")
-	fencing := cmd.fs.Bool("fencing", false, "take a fencing token with the lock and pass it to COMMAND in $"+fencingEnv)
+	var k lockKind
+	cmd.fs.BoolVar(&k.fair, "fair", false, "a fair lock (Redisson's getFairLock): waiters get it in the order they came")
+	cmd.fs.BoolVar(&k.read, "read", false, "the read side of the read-write lock NAME (Redisson's getReadWriteLock): readers share it")
+	cmd.fs.BoolVar(&k.write, "write", false, "the write side of the read-write lock NAME: one writer, and no reader")
+	cmd.fs.BoolVar(&k.fencing, "fencing", false, "take a fencing token with the lock and pass it to COMMAND in $"+fencingEnv)
 	name, argv, code := f.parseHeld(cmd, args)
 	if code >= 0 {
 		return code
 	}
-	switch {
-	case *read && *write:
-		return cmd.usageError("--read and --write exclude each other")
-	case *fair && (*read || *write):
-		return cmd.usageError("--fair does not go with --read or --write: the read-write lock is not fair")
-	case *fencing && (*read || *write):
-		return cmd.usageError("--fencing does not go with --read or --write: the read-write lock has no fencing tokens")
+	if err := k.check(); err != nil {
+		return cmd.usageError("%v", err)
 	}
 	start := time.Now()
 	c, code := f.conn.connect(cmd, f.budget(), redisync.WithWatchdogTimeout(*f.watchdog))
@@ -169,34 +167,12 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	var l locker
-	var err error
-	switch {
-	case *fair:
-		opts := []fairlock.Option{fairlock.WithLease(*f.lease)}
-		if *fencing {
-			opts = append(opts, fairlock.WithFencing())
-		}
-		l, err = fairlock.New(c, name, opts...)
-	case *read || *write:
-		var rw *rwlock.RWLock
-		if rw, err = rwlock.New(c, name, rwlock.WithLease(*f.lease)); err == nil {
-			if l = rw.WriteLock(); *read {
-				l = rw.ReadLock()
-			}
-		}
-	default:
-		opts := []rlock.Option{rlock.WithLease(*f.lease)}
-		if *fencing {
-			opts = append(opts, rlock.WithFencing())
-		}
-		l, err = rlock.New(c, name, opts...)
-	}
+	l, err := k.lock(c, name, *f.lease)
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
 	h := lockHolder(c, name, l)
-	if *fencing {
+	if k.fencing {
 		h.env = func(held context.Context) []string {
 			t, _ := l.(interface {
 				Token(context.Context) (int64, bool)
@@ -205,6 +181,49 @@ func cmdLock(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return runHeld(cmd, c, h, f.options(start), argv)
+}
+
+// lockKind is which lock 'redisync lock' takes: rlock's, the fair lock, or a side of the read-write
+// lock, with fencing tokens or not.
+type lockKind struct{ fair, read, write, fencing bool }
+
+// check refuses flags that exclude each other.
+func (k lockKind) check() error {
+	switch {
+	case k.read && k.write:
+		return errors.New("--read and --write exclude each other")
+	case k.fair && (k.read || k.write):
+		return errors.New("--fair does not go with --read or --write: the read-write lock is not fair")
+	case k.fencing && (k.read || k.write):
+		return errors.New("--fencing does not go with --read or --write: the read-write lock has no fencing tokens")
+	}
+	return nil
+}
+
+// lock returns the lock of this kind called name, with a fixed lease (0: the watchdog's).
+func (k lockKind) lock(c *redisync.Client, name string, lease time.Duration) (locker, error) {
+	switch {
+	case k.fair:
+		opts := []fairlock.Option{fairlock.WithLease(lease)}
+		if k.fencing {
+			opts = append(opts, fairlock.WithFencing())
+		}
+		return fairlock.New(c, name, opts...)
+	case k.read || k.write:
+		rw, err := rwlock.New(c, name, rwlock.WithLease(lease))
+		if err != nil {
+			return nil, err
+		}
+		if k.read {
+			return rw.ReadLock(), nil
+		}
+		return rw.WriteLock(), nil
+	}
+	opts := []rlock.Option{rlock.WithLease(lease)}
+	if k.fencing {
+		opts = append(opts, rlock.WithFencing())
+	}
+	return rlock.New(c, name, opts...)
 }
 
 // fencingEnv carries the fencing token to COMMAND.
@@ -256,7 +275,7 @@ func checkName(name string) error {
 			return fmt.Errorf("%q is in the %s* namespace of the keys that primitives keep beside their name; choose another name", name, p)
 		}
 	}
-	if strings.HasPrefix(name, "{") && (strings.HasSuffix(name, ":timeout") || strings.Contains(name, ":rwlock_timeout:")) {
+	if strings.HasPrefix(name, "{") && (strings.HasSuffix(name, layout.Expirable.Permits) || strings.Contains(name, layout.RWLock.LeaseInfix)) {
 		return fmt.Errorf("%q is the form of a primitive's side key; choose another name", name)
 	}
 	return nil

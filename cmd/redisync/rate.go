@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/ratelimit"
 )
 
@@ -138,39 +139,51 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cmd.usageError("%v", err)
 	}
-	cfg := ratelimit.Config{Rate: rate.n, Interval: rate.interval, KeepAlive: *keepAlive}
 	ctx, cancel := w.before(start)
-	set, err := l.TrySetRate(ctx, cfg)
-	if err == nil && !set {
-		// An existing limiter keeps its rate: say so when it is not the one asked for.
-		if cur, err := l.Config(ctx); err == nil && (cur.Rate != rate.n || cur.Interval != rate.interval) {
-			cmd.say("%q has a rate of %d per %v, not the %v of --rate, which sets it only when the limiter has none ('redisync rate --update --rate %v %s' changes it)",
-				name, cur.Rate, cur.Interval, &rate, &rate, name)
-		}
-	}
+	code = trySetRate(ctx, cmd, l, name, rate, *keepAlive)
 	cancel()
-	switch {
-	case errors.Is(err, redisync.ErrInvalidArgument):
-		return cmd.usageError("%v", err)
-	case err != nil:
-		return redisError(cmd, err)
+	if code >= 0 {
+		return code
 	}
+	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, waits: &w}
+	return runHeld(cmd, c, permitHolder(l, name), o, argv)
+}
+
+// permitHolder takes one permit of the limiter l, called name, for COMMAND: nothing is given back.
+func permitHolder(l *ratelimit.Limiter, name string) holder {
 	take := func(ctx context.Context, wait time.Duration) (context.Context, error) {
 		if wait < 0 {
 			return context.Background(), l.Acquire(ctx, 1)
 		}
 		return context.Background(), l.TryAcquire(ctx, 1, wait)
 	}
-	h := holder{what: "permit", name: name, acquire: take, release: func(context.Context) error { return nil }}
-	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, waits: &w}
-	return runHeld(cmd, c, h, o, argv)
+	return holder{what: "permit", name: name, acquire: take, release: func(context.Context) error { return nil }}
+}
+
+// trySetRate sets the rate of l when it has none. An existing limiter keeps its rate: it says so
+// when that is not the one asked for. A code >= 0 is an exit status.
+func trySetRate(ctx context.Context, cmd *command, l *ratelimit.Limiter, name string, rate rateFlag, keepAlive time.Duration) int {
+	set, err := l.TrySetRate(ctx, ratelimit.Config{Rate: rate.n, Interval: rate.interval, KeepAlive: keepAlive})
+	switch {
+	case errors.Is(err, redisync.ErrInvalidArgument):
+		return cmd.usageError("%v", err)
+	case err != nil:
+		return redisError(cmd, err)
+	case set:
+		return -1
+	}
+	if cur, err := l.Config(ctx); err == nil && (cur.Rate != rate.n || cur.Interval != rate.interval) {
+		cmd.say("%q has a rate of %d per %v, not the %v of --rate, which sets it only when the limiter has none ('redisync rate --update --rate %v %s' changes it)",
+			name, cur.Rate, cur.Interval, &rate, &rate, name)
+	}
+	return -1
 }
 
 // rateUpdate changes the rate of the limiter pos[0] in place (--update), keeping its window, its
 // type and, without --keep-alive, its keep-alive. An Overall limiter keeps its window (KeepState); a
 // PerClient one is updated without, so that the tool, which has no window of its own, makes none.
 func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate rateFlag, keepAlive time.Duration, asJSON bool) int {
-	set := visited(cmd)
+	setKeepAlive := visited(cmd)["keep-alive"]
 	switch {
 	case command:
 		return cmd.usageError("--update runs no COMMAND")
@@ -184,7 +197,7 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 		return cmd.usageError("--rate is required")
 	case (&waitFlags{}).given(cmd):
 		return cmd.usageError("--wait, -n and -E go with acquiring a permit, not with --update")
-	case set["keep-alive"] && keepAlive != 0 && keepAlive < rate.interval:
+	case setKeepAlive && keepAlive != 0 && keepAlive < rate.interval:
 		return cmd.usageError("--keep-alive %v is shorter than the interval %v", keepAlive, rate.interval)
 	}
 	name := pos[0]
@@ -204,6 +217,23 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	}
 	ctx, cancel := w.before(start)
 	defer cancel()
+	cfg, code := updateRate(ctx, cmd, l, name, rate, keepAlive, setKeepAlive)
+	if code >= 0 {
+		return code
+	}
+	var left *int64
+	if cfg.Type == ratelimit.Overall {
+		if n, err := l.Available(ctx); err == nil {
+			left = &n
+		}
+	}
+	printRate(cmd, name, cfg, left, asJSON)
+	return exitOK
+}
+
+// updateRate gives l the rate asked for, keeping its type and, unless setKeepAlive, its keep-alive,
+// and returns its new settings. A code >= 0 is an exit status.
+func updateRate(ctx context.Context, cmd *command, l *ratelimit.Limiter, name string, rate rateFlag, keepAlive time.Duration, setKeepAlive bool) (ratelimit.Config, int) {
 	unset := func() int {
 		cmd.say("%q has no rate; nothing was changed (a run with --rate and COMMAND sets one)", name)
 		return exitFailure
@@ -211,12 +241,12 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	cur, err := l.Config(ctx)
 	switch {
 	case errors.Is(err, redisync.ErrNotInitialized):
-		return unset()
+		return cur, unset()
 	case err != nil:
-		return redisError(cmd, err)
+		return cur, redisError(cmd, err)
 	}
 	cfg := ratelimit.Config{Type: cur.Type, Rate: rate.n, Interval: rate.interval, KeepAlive: cur.KeepAlive}
-	if set["keep-alive"] {
+	if setKeepAlive {
 		cfg.KeepAlive = keepAlive
 	}
 	var opts []ratelimit.SetOption
@@ -226,18 +256,17 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	ok, err := l.UpdateRate(ctx, cfg, opts...)
 	switch {
 	case errors.Is(err, redisync.ErrInvalidArgument):
-		return cmd.usageError("%v", err)
+		return cfg, cmd.usageError("%v", err)
 	case err != nil:
-		return redisError(cmd, err)
+		return cfg, redisError(cmd, err)
 	case !ok:
-		return unset()
+		return cfg, unset()
 	}
-	var left *int64
-	if cfg.Type == ratelimit.Overall {
-		if n, err := l.Available(ctx); err == nil {
-			left = &n
-		}
-	}
+	return cfg, -1
+}
+
+// printRate writes the limiter's new settings, and an Overall limiter's permits left.
+func printRate(cmd *command, name string, cfg ratelimit.Config, left *int64, asJSON bool) {
 	if asJSON {
 		printJSON(cmd.stdout, struct {
 			Name        string `json:"name"`
@@ -247,14 +276,13 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 			KeepAliveMs int64  `json:"keep_alive_ms,omitempty"`
 			Available   *int64 `json:"available,omitempty"` // an overall limiter's permits left
 		}{name, cfg.Type.String(), cfg.Rate, cfg.Interval.Milliseconds(), cfg.KeepAlive.Milliseconds(), left})
-		return exitOK
+		return
 	}
 	fmt.Fprintf(cmd.stdout, "%s: %d per %v (%s)", name, cfg.Rate, cfg.Interval, cfg.Type)
 	if left != nil {
 		fmt.Fprintf(cmd.stdout, ", %d permits left", *left)
 	}
 	fmt.Fprintln(cmd.stdout)
-	return exitOK
 }
 
 // rateState is what inspect shows of a rate limiter.
@@ -271,12 +299,13 @@ type rateState struct {
 
 // rateFields reports whether a hash's fields are a rate limiter's, and its rate, interval and type.
 func rateFields(f map[string]string) (rate, interval int64, perClient, ok bool) {
-	rate, err1 := strconv.ParseInt(f["rate"], 10, 64)
-	interval, err2 := strconv.ParseInt(f["interval"], 10, 64)
-	if err1 != nil || err2 != nil || (f["type"] != "0" && f["type"] != "1") {
+	rate, err1 := strconv.ParseInt(f[layout.RateLimiter.Rate], 10, 64)
+	interval, err2 := strconv.ParseInt(f[layout.RateLimiter.Interval], 10, 64)
+	typ, overall, each := f[layout.RateLimiter.Type], strconv.Itoa(int(ratelimit.Overall)), strconv.Itoa(int(ratelimit.PerClient))
+	if err1 != nil || err2 != nil || (typ != overall && typ != each) {
 		return 0, 0, false, false
 	}
-	return rate, interval, f["type"] == "1", true
+	return rate, interval, typ == each, true
 }
 
 // rateLimiter reads the rate limiter under st.Name, if the hash fields there are one, the way an
@@ -289,13 +318,13 @@ func (r *reader) rateLimiter(st *state, f map[string]string, now int64) bool {
 		return false
 	}
 	rs := &rateState{Type: ratelimit.Overall.String(), Rate: rate, IntervalMs: interval}
-	rs.KeepAliveMs, _ = strconv.ParseInt(f["keepAliveTime"], 10, 64)
+	rs.KeepAliveMs, _ = strconv.ParseInt(f[layout.RateLimiter.KeepAlive], 10, 64)
 	st.Kind, st.RateLimiter = "rate limiter", rs
 	if perClient {
 		rs.Type = ratelimit.PerClient.String()
 		return true
 	}
-	valueKey, permitsKey := r.names.Suffixed(st.Name, "value"), r.names.Suffixed(st.Name, "permits")
+	valueKey, permitsKey := r.key(layout.RateLimiter.Value, st.Name), r.key(layout.RateLimiter.Permits, st.Name)
 	var q batch
 	value := q.add(getNumber(r.rdb, valueKey))
 	inWindow := q.add(r.rdb.B().Zcount().Key(permitsKey).Min("(" + strconv.FormatInt(now-interval, 10)).Max("+inf").Build())

@@ -38,6 +38,9 @@ func newReader(ctx context.Context, rdb rueidis.Client) *reader {
 	return &reader{ctx: ctx, rdb: rdb, names: core.Names{Cluster: rdb.Mode() == rueidis.ClientModeCluster}}
 }
 
+// key returns the side key or channel of name by its form (package layout).
+func (r *reader) key(form, name string) string { return r.names.Key(form, name) }
+
 // multi sends cmds in one round trip and returns their results.
 func (r *reader) multi(cmds ...rueidis.Completed) []rueidis.RedisResult {
 	if len(cmds) == 0 {

@@ -58,44 +58,26 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	set := visited(cmd)
 	if *update {
-		if !hasTail && len(tail) > 0 { // flags after NAME
-			var more []string
-			if more, tail, hasTail, code = cmd.parse(tail, 0); code >= 0 {
-				return code
-			}
-			pos = append(pos, more...)
-			set = visited(cmd)
+		name, setting, code := semaphoreUpdateArgs(cmd, &f, pos, tail, hasTail, permits, add)
+		if code >= 0 {
+			return code
 		}
-		switch {
-		case hasTail || len(tail) > 0:
-			return cmd.usageError("--update runs no COMMAND")
-		case set["permits"] == set["add-permits"]:
-			return cmd.usageError("--update takes --permits N or --add-permits N")
-		case set["add-permits"] && *add == 0:
-			return cmd.usageError("--add-permits 0 changes nothing")
-		case set["permits"] && *permits < 0:
-			return cmd.usageError("--permits must be at least 0")
-		case f.waitFlags.given(cmd) || set["lease"] || set["grace"] || set["watchdog"] || set["record-command"]:
-			return cmd.usageError("--wait, -n, -E, --lease, --grace, --watchdog and --record-command go with acquiring a permit, not with --update")
-		}
-		return semaphoreUpdate(cmd, &f.conn, pos, set["permits"], *permits, *add, *asJSON)
+		return semaphoreUpdate(cmd, &f.conn, name, setting, *permits, *add, *asJSON)
 	}
 	switch {
-	case set["add-permits"]:
+	case visited(cmd)["add-permits"]:
 		return cmd.usageError("--add-permits goes with --update")
 	case *asJSON:
 		return cmd.usageError("--json goes with --update: a run prints nothing of its own")
 	}
 	name, argv, code := heldArgs(cmd, pos, tail, &f.waitFlags)
-	if code >= 0 {
+	switch {
+	case code >= 0:
 		return code
-	}
-	if *f.watchdog < 30*time.Millisecond {
+	case *f.watchdog < 30*time.Millisecond:
 		return cmd.usageError("--watchdog %v is too short: at least 30ms", *f.watchdog)
-	}
-	if *permits < 1 {
+	case *permits < 1:
 		return cmd.usageError("--permits must be at least 1")
 	}
 	start := time.Now()
@@ -113,15 +95,7 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("%v", err)
 	}
 	ctx, cancel := f.before(start)
-	set1, err := e.TrySetPermits(ctx, *permits)
-	if err == nil && !set1 {
-		// An existing semaphore keeps its permits: say so when they are not the ones asked for.
-		var n int64
-		if n, err = e.Permits(ctx); err == nil && n != *permits {
-			cmd.say("%q has %d permits, not the %d of --permits, which sets them only when the semaphore does not exist yet ('redisync semaphore --update --permits %d %s' changes them)",
-				name, n, *permits, *permits, name)
-		}
-	}
+	err = trySetPermits(ctx, cmd, e, name, *permits)
 	cancel()
 	if err != nil {
 		return redisError(cmd, err)
@@ -132,6 +106,21 @@ func cmdSemaphore(args []string, stdout, stderr io.Writer) int {
 	return runHeld(cmd, c, h, f.options(start), argv)
 }
 
+// trySetPermits sets the permits of e, called name, when it does not exist yet. An existing
+// semaphore keeps its permits: it says so when they are not the ones asked for.
+func trySetPermits(ctx context.Context, cmd *command, e *semaphore.Expirable, name string, permits int64) error {
+	set, err := e.TrySetPermits(ctx, permits)
+	if err != nil || set {
+		return err
+	}
+	n, err := e.Permits(ctx)
+	if err == nil && n != permits {
+		cmd.say("%q has %d permits, not the %d of --permits, which sets them only when the semaphore does not exist yet ('redisync semaphore --update --permits %d %s' changes them)",
+			name, n, permits, permits, name)
+	}
+	return err
+}
+
 // visited returns the flags of cmd that were given.
 func visited(cmd *command) map[string]bool {
 	set := map[string]bool{}
@@ -139,21 +128,45 @@ func visited(cmd *command) map[string]bool {
 	return set
 }
 
-// semaphoreUpdate makes n the permits of the semaphore pos[0] (setting), or adds add to them, and
-// prints the permits it has then.
-func semaphoreUpdate(cmd *command, conn *connFlags, pos []string, setting bool, n, add int64, asJSON bool) int {
+// semaphoreUpdateArgs checks the arguments of --update, reading the flags that follow NAME into f,
+// n (--permits) and add (--add-permits), and returns NAME and whether --permits (setting, not adding)
+// was given. A code >= 0 is an exit status.
+func semaphoreUpdateArgs(cmd *command, f *lockFlags, pos, tail []string, hasTail bool, n, add *int64) (name string, setting bool, code int) {
+	if !hasTail && len(tail) > 0 { // flags after NAME
+		var more []string
+		if more, tail, hasTail, code = cmd.parse(tail, 0); code >= 0 {
+			return "", false, code
+		}
+		pos = append(pos, more...)
+	}
+	set := visited(cmd)
 	switch {
+	case hasTail || len(tail) > 0:
+		return "", false, cmd.usageError("--update runs no COMMAND")
+	case set["permits"] == set["add-permits"]:
+		return "", false, cmd.usageError("--update takes --permits N or --add-permits N")
+	case set["add-permits"] && *add == 0:
+		return "", false, cmd.usageError("--add-permits 0 changes nothing")
+	case set["permits"] && *n < 0:
+		return "", false, cmd.usageError("--permits must be at least 0")
+	case f.waitFlags.given(cmd) || set["lease"] || set["grace"] || set["watchdog"] || set["record-command"]:
+		return "", false, cmd.usageError("--wait, -n, -E, --lease, --grace, --watchdog and --record-command go with acquiring a permit, not with --update")
 	case len(pos) == 0:
-		return cmd.usageError("missing NAME")
+		return "", false, cmd.usageError("missing NAME")
 	case len(pos) > 1:
-		return cmd.usageError("unexpected argument %q: --update takes NAME only", pos[1])
+		return "", false, cmd.usageError("unexpected argument %q: --update takes NAME only", pos[1])
 	case pos[0] == "":
-		return cmd.usageError("empty NAME")
+		return "", false, cmd.usageError("empty NAME")
 	}
-	name := pos[0]
-	if err := checkName(name); err != nil {
-		return cmd.usageError("%v", err)
+	if err := checkName(pos[0]); err != nil {
+		return "", false, cmd.usageError("%v", err)
 	}
+	return pos[0], set["permits"], -1
+}
+
+// semaphoreUpdate makes n the permits of the semaphore name (setting), or adds add to them, and
+// prints the permits it has then.
+func semaphoreUpdate(cmd *command, conn *connFlags, name string, setting bool, n, add int64, asJSON bool) int {
 	c, code := conn.connect(cmd, -1)
 	if code >= 0 {
 		return code
@@ -165,23 +178,8 @@ func semaphoreUpdate(cmd *command, conn *connFlags, pos []string, setting bool, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// NAME must be a semaphore already: an update never creates one, so that a mistyped name
-	// leaves nothing behind.
-	rdb := c.Redis()
-	key, _ := core.Of(c).Name("", name)
-	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), getNumber(rdb, key))
-	typ, err := res[0].ToString()
-	if err != nil {
-		return redisError(cmd, err)
-	}
-	v, verr := res[1].ToString()
-	if _, ok := number(v, verr == nil); typ != "none" && (typ != "string" || !ok) {
-		fmt.Fprintf(cmd.stderr, "redisync semaphore: %q holds a %s that is not a semaphore; nothing changed\n", name, typ)
-		return exitDataErr
-	}
-	if typ == "none" {
-		cmd.say("%q has no permits set; nothing was changed (a run with --permits and COMMAND sets them)", name)
-		return exitFailure
+	if code := checkSemaphoreKey(ctx, cmd, c, name); code >= 0 {
+		return code
 	}
 	if setting {
 		err = e.SetPermits(ctx, n)
@@ -210,6 +208,28 @@ func semaphoreUpdate(cmd *command, conn *connFlags, pos []string, setting bool, 
 		fmt.Fprintf(cmd.stdout, "%s: %d permits (%d available, %d acquired)\n", name, avail+acquired, avail, acquired)
 	}
 	return exitOK
+}
+
+// checkSemaphoreKey returns an exit status unless name is a semaphore already: an update never
+// creates one, so that a mistyped name leaves nothing behind, and never writes into other data.
+func checkSemaphoreKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
+	rdb := c.Redis()
+	key, _ := core.Of(c).Name("", name)
+	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), getNumber(rdb, key))
+	typ, err := res[0].ToString()
+	if err != nil {
+		return redisError(cmd, err)
+	}
+	v, verr := res[1].ToString()
+	if _, ok := number(v, verr == nil); typ != "none" && (typ != "string" || !ok) {
+		fmt.Fprintf(cmd.stderr, "redisync semaphore: %q holds a %s that is not a semaphore; nothing changed\n", name, typ)
+		return exitDataErr
+	}
+	if typ == "none" {
+		cmd.say("%q has no permits set; nothing was changed (a run with --permits and COMMAND sets them)", name)
+		return exitFailure
+	}
+	return -1
 }
 
 // permitHold is one permit held while COMMAND runs. Its ctx ends with redisync.ErrLost when the

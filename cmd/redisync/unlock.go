@@ -12,6 +12,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 	"github.com/redisync/redisync/rlock"
@@ -89,16 +90,10 @@ func cmdUnlock(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return redisError(cmd, err)
 	}
-	out := unlocked{Name: name, Kind: st.Kind, Holders: st.Holders}
-	switch {
-	case st.Other != nil:
-		fmt.Fprintf(cmd.stderr, "redisync unlock: %q holds a %s that is not a lock; nothing changed\n", name, st.Other.Type)
-		return exitDataErr
-	case st.Kind == "none":
-	case !strings.HasSuffix(st.Kind, "lock"):
-		fmt.Fprintf(cmd.stderr, "redisync unlock: %q is a %s, not a lock; nothing changed\n", name, st.Kind)
-		return exitDataErr
+	if code := unlockable(cmd, name, st); code >= 0 {
+		return code
 	}
+	out := unlocked{Name: name, Kind: st.Kind, Holders: st.Holders}
 	if len(st.Holders) > 0 {
 		if !*yes && isTerminal(int(os.Stdin.Fd())) && !confirm(cmd, st) {
 			fmt.Fprintf(cmd.stderr, "redisync unlock: %q: nothing changed\n", name)
@@ -111,23 +106,41 @@ func cmdUnlock(args []string, stdout, stderr io.Writer) int {
 			return redisError(cmd, err)
 		}
 	}
-	if *asJSON {
-		printJSON(cmd.stdout, out)
-		return exitOK
+	out.print(cmd.stdout, *asJSON)
+	return exitOK
+}
+
+// unlockable returns exitDataErr, saying why, unless st, read under name, is a lock or nothing.
+func unlockable(cmd *command, name string, st *state) int {
+	switch {
+	case st.Other != nil:
+		fmt.Fprintf(cmd.stderr, "redisync unlock: %q holds a %s that is not a lock; nothing changed\n", name, st.Other.Type)
+		return exitDataErr
+	case st.Kind != "none" && !strings.HasSuffix(st.Kind, "lock"):
+		fmt.Fprintf(cmd.stderr, "redisync unlock: %q is a %s, not a lock; nothing changed\n", name, st.Kind)
+		return exitDataErr
+	}
+	return -1
+}
+
+// print says what the unlock did, and to whom.
+func (out *unlocked) print(w io.Writer, asJSON bool) {
+	if asJSON {
+		printJSON(w, out)
+		return
 	}
 	if !out.WasHeld {
-		fmt.Fprintf(cmd.stdout, "%s: not held; nothing changed\n", name)
-		return exitOK
+		fmt.Fprintf(w, "%s: not held; nothing changed\n", out.Name)
+		return
 	}
-	owners := make([]string, len(st.Holders))
-	for i, h := range st.Holders {
+	owners := make([]string, len(out.Holders))
+	for i, h := range out.Holders {
 		owners[i] = escape(h.Owner)
 		if h.Who != nil {
 			owners[i] += " (" + escape(h.Who.String()) + ")"
 		}
 	}
-	fmt.Fprintf(cmd.stdout, "%s: was held by %s; unlocked\n", name, strings.Join(owners, ", "))
-	return exitOK
+	fmt.Fprintf(w, "%s: was held by %s; unlocked\n", out.Name, strings.Join(owners, ", "))
 }
 
 // confirm shows st on stderr and asks whether to break it; a line "y" or "yes" on stdin says so.
@@ -157,7 +170,7 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 		if err != nil {
 			return false, err
 		}
-		if st.Mode == "write" {
+		if st.Mode == layout.RWLock.Write {
 			return rw.WriteLock().ForceUnlock(ctx)
 		}
 		return rw.ReadLock().ForceUnlock(ctx)
@@ -185,7 +198,7 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 // built from the values, which the group's hash does not hold.
 var groupSpec = &core.Spec{
 	Kind: "group lock",
-	Keys: map[string]string{"channel": "redisson_lock__channel"},
+	Keys: map[string]string{"channel": layout.Group.Channel},
 	Scripts: core.Scripts{
 		Acquire: lua.Load("grouplock.lua", "grouplock_acquire.lua"),
 		Force:   lua.Load("grouplock.lua", "grouplock_force_release.lua"),

@@ -44,9 +44,8 @@ type Config struct {
 	StallBound time.Duration
 	// Logger receives what would otherwise pass silently; nil means slog.Default().
 	Logger *slog.Logger
-	// Events, when set, receives every event, on the goroutine where it happens, as the fields of
-	// package redisync's Event in order, kind being its EventKind.
-	Events func(kind uint8, primitive, name string, wait, held time.Duration, handedOver, waited bool, cause error, channels, ended int)
+	// Events, when set, receives every event, on the goroutine where it happens.
+	Events func(hold.Event)
 	// Conns, when set, is how the rueidis client dials: the holds are checked when a connection ends.
 	Conns *hold.ConnWatch
 	// NameMapper, when set, maps every object name before keys and channels are built from it.

@@ -6,7 +6,7 @@ import (
 
 // CountedDown reports that the countdown latch name was counted down.
 func (c *Client) CountedDown(kind, name string) {
-	c.ev.Emit(hold.Event{Kind: hold.CountedDown, Primitive: kind, Name: name})
+	c.ev.Emit(hold.Event{Kind: hold.EventCountedDown, Primitive: kind, Name: name})
 }
 
 // reconnected is the notifier's report that it subscribed channels again after losing their
@@ -17,5 +17,5 @@ func (c *Client) reconnected(channels int) {
 	c.holds.Check()
 	c.ev.Log().Info("redisync: notifier subscribed again after losing its subscriptions; waiters try again",
 		"channels", channels)
-	c.ev.Emit(hold.Event{Kind: hold.Reconnected, Channels: channels})
+	c.ev.Emit(hold.Event{Kind: hold.EventReconnected, Channels: channels})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
@@ -211,7 +212,7 @@ func (s *Spec) resolve() *specPlan {
 		if p.scripts[sTry].s == nil {
 			p.scripts[sTry] = p.scripts[sAcquire]
 		}
-		p.forms = []string{"redisync_once:"}
+		p.forms = []string{layout.Memo}
 		for _, k := range p.keys[2:] {
 			p.forms = append(p.forms, s.Keys[k])
 		}

@@ -76,6 +76,11 @@ func (n Names) sideKeys(keys []string, name string, forms []string, tail string)
 	return keys
 }
 
+// Key returns the side key or channel of name by its form (see SideKeys).
+func (n Names) Key(form, name string) string {
+	return n.sideKeys(make([]string, 1), name, []string{form}, "")[0]
+}
+
 // Prefixed returns the side key or channel "prefix:{name}" (see above for the exact rule).
 func (n Names) Prefixed(prefix, name string) string {
 	var b strings.Builder

@@ -2,42 +2,60 @@ package hold
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
 )
 
-// The kinds of event, in the order of package redisync's EventKind values (1, 2, ...).
+// EventKind says what an Event reports (package redisync documents each kind).
+type EventKind uint8
+
+// The kinds of Event, and the fields each sets beside Primitive and Name.
 const (
-	Acquired      = iota + 1 // an acquisition ended acquired: wait, handedOver, waited
-	Released                 // an acquisition was released by Unlock: held, ended
-	Lost                     // a hold ended without Unlock: held, cause, ended
-	RenewalFailed            // a renewal round failed; the hold lives on until its lease may end: cause
-	Reconnected              // the notifier subscribed again after losing its subscriptions: channels
-	Abandoned                // a held ctx was dropped without Unlock: held, ended
-	Waiting                  // an acquisition's try failed and it waits for another
-	NotAcquired              // an acquisition gave up at its wait bound: wait, waited
-	Failed                   // an acquisition ended with an error: wait, waited, cause
-	CountedDown              // a countdown latch was counted down
+	EventAcquired      EventKind = iota + 1 // an acquisition ended acquired: Wait, HandedOver, Waited
+	EventReleased                           // an acquisition was released by Unlock: Held, Ended
+	EventLost                               // a hold ended without Unlock: Held, Cause, Ended
+	EventRenewalFailed                      // a renewal round failed; the hold lives on until its lease may end: Cause
+	EventReconnected                        // the notifier subscribed again after losing its subscriptions: Channels only
+	EventAbandoned                          // a held ctx was dropped without Unlock: Held, Ended
+	EventWaiting                            // an acquisition's try failed and it waits for another
+	EventNotAcquired                        // an acquisition gave up at its wait bound: Wait, Waited
+	EventFailed                             // an acquisition ended with an error: Wait, Waited, Cause
+	EventCountedDown                        // a countdown latch was counted down
 )
 
-// Event is one thing a Client reports to Events.Func, field by field: package redisync's Event
-// (whose fields these are) is the public face. Passed by value, it allocates nothing.
+var kindNames = [...]string{"", "acquired", "released", "lost", "renewal failed", "reconnected", "abandoned",
+	"waiting", "not acquired", "failed", "counted down"}
+
+// String returns the kind in words: "acquired", "released", ...
+func (k EventKind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one thing that happened to an object of a Client, as Config.Events receives it and
+// package redisync hands it out (its Event is this type). Only the fields its Kind names are set.
+// Passed by value, it allocates nothing.
 type Event struct {
-	Kind               uint8
-	Primitive, Name    string // "" for Reconnected
-	Wait, Held         time.Duration
-	HandedOver, Waited bool
-	Cause              error
-	Channels, Ended    int
+	Kind            EventKind
+	Primitive, Name string        // the object's kind (its errors' words) and name; "" for EventReconnected
+	Wait            time.Duration // from the acquiring call to its end
+	Held            time.Duration // from the (earliest) acquisition to its end
+	HandedOver      bool          // the releasing holder handed the object over to this waiter
+	Cause           error         // why a hold ended, a renewal or an acquisition failed
+	Channels        int           // the channels subscribed again
+	Waited          bool          // EventWaiting came first
+	Ended           int           // the acquisitions it ends
 }
 
 // Events is where a Client reports what happens to its holds and acquisitions.
 type Events struct {
-	// Func, when set, receives every event, on the goroutine where it happens, as the fields of
-	// package redisync's Event in order, kind being its EventKind.
-	Func func(kind uint8, primitive, name string, wait, held time.Duration, handedOver, waited bool, cause error, channels, ended int)
+	// Func, when set, receives every event, on the goroutine where it happens.
+	Func func(Event)
 	// Logger receives what would otherwise pass silently; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -56,7 +74,7 @@ func (ev *Events) Observed() bool { return ev.Func != nil }
 // Emit reports e.
 func (ev *Events) Emit(e Event) {
 	if f := ev.Func; f != nil {
-		f(e.Kind, e.Primitive, e.Name, e.Wait, e.Held, e.HandedOver, e.Waited, e.Cause, e.Channels, e.Ended)
+		f(e)
 	}
 }
 
@@ -75,7 +93,7 @@ func (h *hold) stamp(a *Acq) {
 // released reports that Unlock released a.
 func (h *hold) released(a *Acq) {
 	if h.c.ev.Observed() {
-		h.c.ev.Emit(Event{Kind: Released, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: 1})
+		h.c.ev.Emit(Event{Kind: EventReleased, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: 1})
 	}
 }
 
@@ -88,7 +106,7 @@ func (h *hold) ended(all []*Acq, cause error) {
 		h.c.ev.Log().Warn("redisync: hold lost", "kind", h.kind, "name", h.name, "owner", h.field, "cause", cause)
 	}
 	if h.c.ev.Observed() {
-		h.c.ev.Emit(Event{Kind: Lost, Primitive: h.kind, Name: h.name, Held: since(all[0].at), Cause: cause, Ended: len(all)})
+		h.c.ev.Emit(Event{Kind: EventLost, Primitive: h.kind, Name: h.name, Held: since(all[0].at), Cause: cause, Ended: len(all)})
 	}
 }
 
@@ -100,7 +118,7 @@ func (h *hold) abandonedEvent(a *Acq, kept bool) {
 		if kept {
 			n = 0
 		}
-		h.c.ev.Emit(Event{Kind: Abandoned, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: n})
+		h.c.ev.Emit(Event{Kind: EventAbandoned, Primitive: h.kind, Name: h.name, Held: since(a.at), Ended: n})
 	}
 }
 
@@ -121,7 +139,7 @@ func (c *Holds) renewalFailed(batch []*entry, err error) {
 	for _, h := range c.holds { // rare: a failed round; a scan beats an index kept for it
 		h.mu.Lock()
 		if h.entry != nil && failed[h.entry] {
-			events = append(events, Event{Kind: RenewalFailed, Primitive: h.kind, Name: h.name, Cause: err})
+			events = append(events, Event{Kind: EventRenewalFailed, Primitive: h.kind, Name: h.name, Cause: err})
 		}
 		h.mu.Unlock()
 	}

@@ -37,7 +37,7 @@ func (c *Waiter) Observe(kind, name string, w *Wait) *Measure {
 func (m *Measure) waiting() {
 	if m != nil && !m.waited {
 		m.waited = true
-		m.ev.Emit(hold.Event{Kind: hold.Waiting, Primitive: m.kind, Name: m.name})
+		m.ev.Emit(hold.Event{Kind: hold.EventWaiting, Primitive: m.kind, Name: m.name})
 	}
 }
 
@@ -50,11 +50,11 @@ func (m *Measure) Done(err error) {
 	e := hold.Event{Primitive: m.kind, Name: m.name, Wait: time.Since(m.start), Waited: m.waited}
 	switch {
 	case err == nil:
-		e.Kind, e.HandedOver = hold.Acquired, m.grants != nil && m.grants.claimed
+		e.Kind, e.HandedOver = hold.EventAcquired, m.grants != nil && m.grants.claimed
 	case errors.Is(err, errs.ErrNotAcquired):
-		e.Kind = hold.NotAcquired
+		e.Kind = hold.EventNotAcquired
 	default:
-		e.Kind, e.Cause = hold.Failed, err
+		e.Kind, e.Cause = hold.EventFailed, err
 	}
 	m.ev.Emit(e)
 }
