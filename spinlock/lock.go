@@ -23,34 +23,11 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
-	"github.com/redisync/redisync/internal/layout"
-	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/reentrant"
 )
 
-// spec is rlock's: the same keys and scripts, so that it is the same lock in Redis. A spinning
-// waiter sends only the first try's script ("try"), which records no waiter.
-var spec = &core.Spec{
-	Kind: "spin lock",
-	Keys: map[string]string{
-		"counter": layout.Lock.Counter,
-		"waiters": layout.Lock.Waiters,
-		"clients": layout.Lock.Clients,
-		"channel": layout.Lock.Channel,
-		"wake":    layout.Lock.Wake,
-	},
-	Scripts: core.Scripts{
-		Try:     lua.Load("rlock_try.lua"),
-		Acquire: lua.Load("rlock_acquire.lua"),
-		Release: lua.Load("rlock_release.lua"),
-		Renew:   lua.Load("extend.lua", "rlock_renew.lua"),
-		Force:   lua.Load("rlock_force_release.lua"),
-		Leave:   lua.Load("rlock_leave.lua"),
-		Extend:  lua.Load("once.lua", "extend.lua", "lockhash.lua", "lock_extend.lua"),
-		State:   lua.Load("lockhash.lua", "lock_state.lua"),
-	},
-	Policy: pubsub.WakeOne,
-}
+// spec is rlock's: the same keys and scripts, so that it is the same lock in Redis.
+var spec = reentrant.Spec("spin lock")
 
 // Lock is a distributed reentrant spin lock on one name. It is cheap to create and safe for
 // concurrent use; two Lock values with the same name on the same Client are the same lock, and so
