@@ -7,6 +7,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -14,17 +16,10 @@ import (
 // client, a random UUID that identifies this client in the owner fields it writes, one Pub/Sub
 // notifier and one lease watchdog. It is safe for concurrent use; one per process is usually right.
 // Make one with New or Wrap.
-type Client struct{ c *core.Client }
+type Client struct{ engine }
 
-// The sub-packages reach the machinery behind a Client through core.Of.
-func init() {
-	core.SetUnwrap(func(c any) *core.Client {
-		if c := c.(*Client); c != nil {
-			return c.c
-		}
-		return nil
-	})
-}
+// engine is embedded under a name of its own, so that the field is unexported.
+type engine = core.Engine
 
 // Option configures a Client.
 type Option func(*options)
@@ -115,18 +110,17 @@ func WithoutReplicaAck() Option {
 // Servers without client-side caching (managed services that lack CLIENT TRACKING, miniredis) need
 // opt.DisableCache; redisync itself never uses the cache.
 func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
-	watch := new(core.ConnWatch) // holds are checked when a connection ends or is made anew
+	watch := new(hold.ConnWatch) // holds are checked when a connection ends or is made anew
 	opt.DialCtxFn, opt.DialFn = watch.Dial(opt), nil
 	rdb, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(rdb, true, stallBound(opt), opts)
+	c, err := newClient(rdb, true, stallBound(opt), watch, opts)
 	if err != nil {
 		rdb.Close()
 		return nil, err
 	}
-	watch.Attach(c.c)
 	return c, nil
 }
 
@@ -144,9 +138,9 @@ func New(opt rueidis.ClientOption, opts ...Option) (*Client, error) {
 // overrun by a command in flight when the server stalls. New knows its own timeouts.
 func Wrap(rdb rueidis.Client, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, core.Invalid("client", "", "nil rueidis client")
+		return nil, errs.Invalid("client", "", "nil rueidis client")
 	}
-	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), opts)
+	return newClient(rdb, false, stallBound(rueidis.ClientOption{}), nil, opts)
 }
 
 // stallBound is how long rueidis, configured with opt, may take to fail a command that a stalled
@@ -167,49 +161,49 @@ func stallBound(opt rueidis.ClientOption) time.Duration {
 	return timeout + 2*keepAlive
 }
 
-func newClient(rdb rueidis.Client, owns bool, stall time.Duration, opts []Option) (*Client, error) {
-	o := options{Config: core.Config{StallBound: stall}}
+func newClient(rdb rueidis.Client, owns bool, stall time.Duration, conns *hold.ConnWatch, opts []Option) (*Client, error) {
+	o := options{Config: core.Config{StallBound: stall, Conns: conns}}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	cfg := o.Config
 	if cfg.WatchdogTimeout < 0 || (cfg.WatchdogTimeout > 0 && cfg.WatchdogTimeout < 30*time.Millisecond) {
-		return nil, core.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
+		return nil, errs.Invalid("client", "", "watchdog timeout %v: want 0 (default) or at least 30ms", cfg.WatchdogTimeout)
 	}
 	if cfg.ReplicaAck != 0 || cfg.ReplicaAckTimeout != 0 {
 		if cfg.ReplicaAck < 1 && cfg.ReplicaAck != AllReplicas {
-			return nil, core.Invalid("client", "", "replica acknowledgement by %d replicas: want at least 1, or AllReplicas", cfg.ReplicaAck)
+			return nil, errs.Invalid("client", "", "replica acknowledgement by %d replicas: want at least 1, or AllReplicas", cfg.ReplicaAck)
 		}
 		if cfg.ReplicaAckTimeout < time.Millisecond {
-			return nil, core.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
+			return nil, errs.Invalid("client", "", "replica acknowledgement timeout %v: want at least 1ms", cfg.ReplicaAckTimeout)
 		}
 	}
 	if cfg.ReplicaAck == 0 && !o.noReplicaAck {
 		cfg.ReplicaAck, cfg.ReplicaAckTimeout = -2, DefaultReplicaAckTimeout // the first replica (package doc)
 	}
 	if cfg.Recheck < 0 {
-		return nil, core.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
+		return nil, errs.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
 	}
 	c, err := core.New(rdb, owns, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{c}, nil
+	return &Client{core.Embed(c)}, nil
 }
 
 // Close stops the watchdog and the notifier (and closes the connection if New opened it). It releases
 // nothing: locks still held stop being renewed and expire within one watchdog timeout, or at the end
 // of their fixed lease, and the contexts of their holders end with ErrClosed. Waiters return
 // ErrClosed. Unlock before Close to release at once.
-func (c *Client) Close() error { return c.c.Close() }
+func (c *Client) Close() error { return core.Of(c).Close() }
 
 // ID returns the client's UUID: owner fields in Redis read "<ID>:<owner id>".
-func (c *Client) ID() string { return c.c.Value("client") }
+func (c *Client) ID() string { return core.Of(c).Values.Client }
 
 // Notifier returns the Client's notifier, which every waiter of its primitives parks on: one
 // subscription connection, shared per channel. A primitive of one's own waits on it too (see the
 // pubsub package).
-func (c *Client) Notifier() *pubsub.Notifier { return c.c.Notifier() }
+func (c *Client) Notifier() *pubsub.Notifier { return core.Of(c).Notifier() }
 
 // Redis returns the underlying rueidis client.
-func (c *Client) Redis() rueidis.Client { return c.c.RDB() }
+func (c *Client) Redis() rueidis.Client { return core.Of(c).RDB() }

@@ -1,9 +1,9 @@
 package redisync
 
-import "github.com/redisync/redisync/internal/core"
+import "github.com/redisync/redisync/internal/hold"
 
 // EventKind says what an Event reports.
-type EventKind = core.EventKind
+type EventKind = hold.EventKind
 
 // The kinds of Event.
 const (
@@ -12,41 +12,41 @@ const (
 	// Wait is how long the call took; HandedOver tells whether the releasing holder handed the
 	// object over to this waiter rather than it taking the object by its own try; Waited tells
 	// whether it reported EventWaiting first.
-	EventAcquired = core.EventAcquired
+	EventAcquired = hold.EventAcquired
 	// EventReleased: Unlock released an acquisition of a lock. Held is how long it was held; Ended
 	// is 1.
-	EventReleased = core.EventReleased
+	EventReleased = hold.EventReleased
 	// EventLost: a hold ended without Unlock, every acquisition of it at once. Cause says why: the
 	// watchdog found it gone or could not renew it before its lease may have ended, Unlock found it
 	// no longer held (a fixed lease that ended is reported so, when its Unlock comes), a forced
 	// unlock, or Close (Cause matches ErrClosed). Held is counted from its earliest acquisition;
 	// Ended is how many acquisitions it ends.
-	EventLost = core.EventLost
+	EventLost = hold.EventLost
 	// EventRenewalFailed: the watchdog could not renew a hold this round (the server is unreachable
 	// or stalled). The hold lives on: a later round may renew it in time, or EventLost follows when
 	// its lease may have ended. Cause is the error.
-	EventRenewalFailed = core.EventRenewalFailed
+	EventRenewalFailed = hold.EventRenewalFailed
 	// EventReconnected: the notifier lost its subscriptions while waiters waited (its Pub/Sub
 	// connection dropped, or they had to move: a cluster slot moved, a master failed over) and has
 	// subscribed again (Channels: how many channels); the waiters try again, since releases may have
 	// been missed meanwhile. Primitive and Name are empty.
-	EventReconnected = core.EventReconnected
+	EventReconnected = hold.EventReconnected
 	// EventAbandoned: the ctx of an acquisition became unreachable without Unlock (see WithLogger).
 	// Held is how long it was held. Ended is 1, or 0 when it was the hold's last acquisition, which
 	// stays until its lease may have ended and is then ended by EventLost.
-	EventAbandoned = core.EventAbandoned
+	EventAbandoned = hold.EventAbandoned
 	// EventWaiting: an acquisition (of any primitive's, as for EventAcquired) tried, found the
 	// object taken, and waits to try again. EventAcquired, EventNotAcquired or EventFailed ends
 	// it, with Waited set: between the two the acquisition is a waiter.
-	EventWaiting = core.EventWaiting
+	EventWaiting = hold.EventWaiting
 	// EventNotAcquired: an acquisition with a wait bound (TryLock, TryAcquire, TryAwait) gave up
 	// at it; with a bound of 0, its single try was refused. Wait is how long the call took.
-	EventNotAcquired = core.EventNotAcquired
+	EventNotAcquired = hold.EventNotAcquired
 	// EventFailed: an acquisition ended with an error, its Cause: Redis's (NOPERM, WRONGTYPE...),
 	// the connection's, ctx's, or ErrClosed. Wait is how long the call took.
-	EventFailed = core.EventFailed
+	EventFailed = hold.EventFailed
 	// EventCountedDown: CountDown counted a countdown latch down (a latch at zero stays there).
-	EventCountedDown = core.EventCountedDown
+	EventCountedDown = hold.EventCountedDown
 )
 
 // Event is one thing that happened to an object of a Client, as WithEvents reports it: a struct
@@ -63,7 +63,7 @@ const (
 //   - Channels (int): how many channels the notifier subscribed again.
 //   - Waited (bool): the acquisition reported EventWaiting first.
 //   - Ended (int): how many acquisitions of a hold it ends.
-type Event = core.Event
+type Event = hold.Event
 
 // WithEvents makes the Client call f with every Event: acquisitions, releases and losses of the
 // holds of rlock, spinlock, fairlock and rwlock (and so of the MultiLocks built of them), failed

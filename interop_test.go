@@ -11,7 +11,7 @@ import (
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/ratelimit"
 	"github.com/redisync/redisync/rlock"
@@ -47,7 +47,7 @@ func sharedOn(tg *testkit.Target, name string) bool {
 	}
 	k := prefixName("p", name)
 	return strings.Contains(k, "{") && strings.Index(k[strings.Index(k, "{")+1:], "}") > 0 &&
-		core.Slot(k) == core.Slot(name)
+		send.Slot(k) == send.Slot(name)
 }
 
 // javaUnlock is Redisson's RLock.unlock() of a lock its thread holds once (the hold count reaches 0).

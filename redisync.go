@@ -48,16 +48,16 @@ package redisync
 import (
 	"context"
 
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hold"
 )
 
 // WithOwner returns a ctx with a new owner. Locks taken with it, and with every ctx derived from it,
 // belong to that owner (one field in Redis); its goroutines still take turns at an exclusive lock,
 // and only the ctx of the innermost hold re-enters.
 func WithOwner(ctx context.Context) context.Context {
-	return core.WithNewOwner(ctx)
+	return hold.WithNewOwner(ctx)
 }
 
 // OwnerID returns the owner that ctx carries, if any (Redisson's thread id: the second half of the
 // owner field in Redis).
-func OwnerID(ctx context.Context) (int64, bool) { return core.OwnerID(ctx) }
+func OwnerID(ctx context.Context) (int64, bool) { return hold.OwnerID(ctx) }

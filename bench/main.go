@@ -4,6 +4,7 @@
 //
 //	cd bench && go run . [-quick] [-json FILE] [-only B1,B4] [-rtt 0,200us,1ms]
 //	cd bench && go run . -scripts    # what each lock script costs the server, driven raw
+//	cd bench && go run . -calls      # the server's calls per acquisition through the library, by command
 //
 // -rtt runs every table once per round trip listed: 0 over loopback, the others through a delay
 // proxy (delay_linux.go) whose delay is set so that a PING between the clients and Redis takes that
@@ -33,10 +34,18 @@ func main() {
 	jsonPath := flag.String("json", "", "write every figure to `FILE` as JSON rows")
 	only := flag.String("only", "", "comma-separated benchmark ids to run (default: all)")
 	scripts := flag.Bool("scripts", false, "print what each lock script costs the server, driven raw, and exit")
+	calls := flag.Bool("calls", false, "print the server's calls per acquisition through the library, by command, and exit")
 	rtts := flag.String("rtt", "0", "comma-separated round trips between the clients and Redis, each a run of every table: `0,200us,1ms` (0: loopback, no proxy)")
 	flag.Parse()
 	if *scripts {
 		if err := scriptCosts(os.Stdout, 2*time.Second, 5); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *calls {
+		if err := serverCalls(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

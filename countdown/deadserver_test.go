@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -32,7 +33,7 @@ func TestLatchTryAwaitReturnsOnDeadServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const wait = 2 * time.Second
-	err := testkit.ReturnsWithin(t, time.Now(), wait+core.Overtime, "TryAwait(2s) on a killed server", func() error {
+	err := testkit.ReturnsWithin(t, time.Now(), wait+send.Overtime, "TryAwait(2s) on a killed server", func() error {
 		err := l.TryAwait(context.Background(), wait)
 		if err == nil {
 			return errors.New("TryAwait reported the latch open")
@@ -50,7 +51,7 @@ func TestLatchTryAwaitReturnsOnStalledServer(t *testing.T) {
 	s := tg.Servers[0]
 	testkit.Stall(t, s, "SIGSTOP")
 	const wait = 2 * time.Second
-	err := testkit.ReturnsWithin(t, time.Now(), wait+core.Overtime, "TryAwait(2s) on a stalled server", func() error {
+	err := testkit.ReturnsWithin(t, time.Now(), wait+send.Overtime, "TryAwait(2s) on a stalled server", func() error {
 		if err := l.TryAwait(context.Background(), wait); !errors.Is(err, redisync.ErrNotAcquired) {
 			return fmt.Errorf("TryAwait = %v; want ErrNotAcquired", err)
 		}
@@ -62,7 +63,7 @@ func TestLatchTryAwaitReturnsOnStalledServer(t *testing.T) {
 }
 
 // TestLatchAwaitReturnsWhenServerDies: a parked Await learns at its next re-check that the server is
-// gone, and returns the connection's error within the recheck interval and core.RetryBound.
+// gone, and returns the connection's error within the recheck interval and send.RetryBound.
 func TestLatchAwaitReturnsWhenServerDies(t *testing.T) {
 	const recheck = time.Second
 	tg, c, l := armed(t, redisync.WithRecheckInterval(recheck))
@@ -77,14 +78,14 @@ func TestLatchAwaitReturnsWhenServerDies(t *testing.T) {
 	if err := tg.Servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.RetryBound, "Await on a server that died", func() error { return <-done })
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+send.RetryBound, "Await on a server that died", func() error { return <-done })
 	if err == nil {
 		t.Fatal("Await on a killed server returned no error")
 	}
 }
 
 // TestLatchCountReturnsOnDeadServer: a query with a ctx without deadline returns an error within
-// core.RetryBound on a dead or stalled server.
+// send.RetryBound on a dead or stalled server.
 func TestLatchCountReturnsOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "pause"} {
 		t.Run(fault, func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestLatchCountReturnsOnDeadServer(t *testing.T) {
 			} else {
 				testkit.Stall(t, s, "SIGSTOP")
 			}
-			err := testkit.ReturnsWithin(t, time.Now(), core.RetryBound, "Count", func() error {
+			err := testkit.ReturnsWithin(t, time.Now(), send.RetryBound, "Count", func() error {
 				_, err := l.Count(context.Background())
 				return err
 			})

@@ -30,7 +30,10 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/layout"
+	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -80,12 +83,12 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 		return false, err
 	}
 	if n < 1 {
-		return false, core.Invalid(kind, l.name, "count %d: want at least 1", n)
+		return false, errs.Invalid(kind, l.name, "count %d: want at least 1", n)
 	}
 	rid := l.c.RequestID()
-	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Value("publish"), rid}).AsInt64()
+	set, err := l.c.Send(ctx, setScript, l.keys(), []string{strconv.FormatInt(n, 10), l.c.Values.Publish, rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
 	return set == 1, nil
@@ -98,8 +101,8 @@ func (l *Latch) CountDown(ctx context.Context) error {
 		return err
 	}
 	rid := l.c.RequestID()
-	if err := l.c.Send(context.WithoutCancel(ctx), downScript, l.keys(), []string{l.c.Value("publish"), rid}).Error(); err != nil {
-		return core.Errorf(kind, l.name, err)
+	if err := l.c.Send(context.WithoutCancel(ctx), downScript, l.keys(), []string{l.c.Values.Publish, rid}).Error(); err != nil {
+		return errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
 	l.c.CountedDown(kind, l.name)
@@ -114,7 +117,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := l.count(ctx)
 	if err != nil {
-		return 0, core.Errorf(kind, l.name, err)
+		return 0, errs.Errorf(kind, l.name, err)
 	}
 	return n, nil
 }
@@ -134,9 +137,9 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	rid := l.c.RequestID()
-	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.Value("publish"), rid}).AsInt64()
+	n, err := l.c.Send(ctx, deleteScript, l.keys(), []string{l.c.Values.Publish, rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo + rid)
 	return n == 1, nil
@@ -159,7 +162,7 @@ func (l *Latch) Await(ctx context.Context) error { return l.await(ctx, -1) }
 // error.
 func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 	if wait < 0 {
-		return core.Invalid(kind, l.name, "negative wait %v", wait)
+		return errs.Invalid(kind, l.name, "negative wait %v", wait)
 	}
 	return l.await(ctx, wait)
 }
@@ -170,9 +173,9 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) error {
 	}
 	var stop time.Time // a check sent at the end of the wait gets a quarter second to be answered
 	if wait > 0 {
-		stop = time.Now().Add(wait + core.Overtime)
+		stop = time.Now().Add(wait + send.Overtime)
 	}
-	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{
+	_, err := l.c.Acquire(ctx, kind, l.name, wait, waiting.Wait{
 		Channel: l.channel,
 		Weight:  1,
 		// '0' opens the latch; '1' (set again, or deleted) may have made the count zero too, and a
@@ -181,7 +184,7 @@ func (l *Latch) await(ctx context.Context, wait time.Duration) error {
 		Tries:  &check{l: l, ctx: ctx, stop: stop},
 	})
 	if err != nil {
-		return core.Errorf(kind, l.name, err)
+		return errs.Errorf(kind, l.name, err)
 	}
 	return nil
 }
@@ -193,7 +196,7 @@ type check struct {
 	stop time.Time       // when a check sent at the end of the wait is given up (zero: never)
 }
 
-func (c *check) Try(context.Context) (bool, time.Duration, error) {
+func (c *check) Try(context.Context, send.Bounds) (bool, time.Duration, error) {
 	// A read needs no protection from cancellation: the caller's ctx and the wait bound it.
 	ctx, rctx := c.ctx, c.ctx
 	if !c.stop.IsZero() {
@@ -219,7 +222,7 @@ func (c *check) Undo(context.Context, bool) {}
 
 func (l *Latch) check(ctx context.Context) error {
 	if ctx == nil {
-		return core.Invalid(kind, l.name, "nil context")
+		return errs.Invalid(kind, l.name, "nil context")
 	}
 	return nil
 }

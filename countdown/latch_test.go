@@ -13,6 +13,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -501,9 +502,9 @@ func TestChannelOfEveryName(t *testing.T) {
 			switch {
 			case tg.Name != "cluster" && ch != redisson:
 				t.Errorf("channel of %q is %q, Redisson's is %q", name, ch, redisson)
-			case tg.Name == "cluster" && core.Slot(ch) != core.Slot(name):
-				t.Errorf("channel %q of %q is in slot %d, the latch in %d", ch, name, core.Slot(ch), core.Slot(name))
-			case tg.Name == "cluster" && core.Slot(redisson) == core.Slot(name) && ch != redisson:
+			case tg.Name == "cluster" && send.Slot(ch) != send.Slot(name):
+				t.Errorf("channel %q of %q is in slot %d, the latch in %d", ch, name, send.Slot(ch), send.Slot(name))
+			case tg.Name == "cluster" && send.Slot(redisson) == send.Slot(name) && ch != redisson:
 				t.Errorf("channel of %q is %q, Redisson's %q is in the latch's slot", name, ch, redisson)
 			}
 		}

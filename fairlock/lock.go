@@ -27,6 +27,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -42,14 +43,14 @@ var spec = &core.Spec{
 		"channel":   layout.FairLock.Channels, // a prefix: each waiter waits on its own channel
 		"records":   layout.FairLock.Records,
 	},
-	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("fairlock_acquire.lua"),
-		"release": lua.Load("fairlock_release.lua"),
-		"renew":   lua.Load("rlock_renew.lua"), // the hold is an ordinary lock hash
-		"force":   lua.Load("fairlock_force_release.lua"),
-		"leave":   lua.Load("fairlock_leave.lua"),
-		"extend":  lua.Load("lock_extend.lua"),
-		"state":   lua.Load("lock_state.lua"),
+	Scripts: core.Scripts{
+		Acquire: lua.Load("fairlock_acquire.lua"),
+		Release: lua.Load("fairlock_release.lua"),
+		Renew:   lua.Load("rlock_renew.lua"), // the hold is an ordinary lock hash
+		Force:   lua.Load("fairlock_force_release.lua"),
+		Leave:   lua.Load("fairlock_leave.lua"),
+		Extend:  lua.Load("lock_extend.lua"),
+		State:   lua.Load("lock_state.lua"),
 	},
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
 	Policy: pubsub.WakeAll,
@@ -114,7 +115,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 		opt(&o)
 	}
 	if o.slot < 0 || (o.slot > 0 && o.slot < 30*time.Millisecond) {
-		return nil, core.Invalid(spec.Kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
+		return nil, errs.Invalid(spec.Kind, name, "slot %v: want 0 (default) or at least 30ms", o.slot)
 	}
 	if o.slot == 0 {
 		o.slot = DefaultSlot
@@ -211,12 +212,12 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // died and have not been passed over yet.
 func (l *Lock) Waiting(ctx context.Context) (int, error) {
 	if ctx == nil {
-		return 0, core.Invalid(spec.Kind, l.l.Name(), "nil context")
+		return 0, errs.Invalid(spec.Kind, l.l.Name(), "nil context")
 	}
 	c, name := l.c, l.l.Name()
 	n, err := c.QueryScript(ctx, waiting, []string{name, c.Names().Prefixed(layout.FairLock.Queue, name)}, nil).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(spec.Kind, l.l.Name(), err)
+		return 0, errs.Errorf(spec.Kind, l.l.Name(), err)
 	}
 	return int(n), nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
@@ -40,12 +42,12 @@ const groupKind = "group lock"
 var groupSpec = &core.Spec{
 	Kind: groupKind,
 	Keys: map[string]string{"channel": layout.Group.Channel},
-	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("grouplock_acquire.lua"),
-		"release": lua.Load("grouplock_release.lua"),
-		"renew":   lua.Load("grouplock_renew.lua"),
-		"force":   lua.Load("grouplock_force_release.lua"),
-		"extend":  lua.Load("grouplock_extend.lua"),
+	Scripts: core.Scripts{
+		Acquire: lua.Load("grouplock_acquire.lua"),
+		Release: lua.Load("grouplock_release.lua"),
+		Renew:   lua.Load("grouplock_renew.lua"),
+		Force:   lua.Load("grouplock_force_release.lua"),
+		Extend:  lua.Load("grouplock_extend.lua"),
 	},
 	// A release frees values that waiters for different value sets may want: it wakes them all.
 	Policy: pubsub.WakeAll,
@@ -86,7 +88,7 @@ func NewGroup(c *redisync.Client, group string, values []string, opts ...GroupOp
 		opt(&o)
 	}
 	if len(values) == 0 {
-		return nil, core.Invalid(groupKind, group, "no values")
+		return nil, errs.Invalid(groupKind, group, "no values")
 	}
 	fields := make([]string, len(values))
 	for i, v := range values {
@@ -184,9 +186,9 @@ func (g *Group) IsLocked(ctx context.Context) (bool, error) { return g.state(ctx
 // isHeldByCurrentThread). Like Unlock, it answers even when ctx has ended.
 func (g *Group) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(groupKind, g.Name(), "nil context")
+		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
-	owner, ok := core.OwnerID(ctx)
+	owner, ok := holds.OwnerID(ctx)
 	if !ok {
 		return false, nil
 	}
@@ -197,20 +199,20 @@ func (g *Group) IsHeld(ctx context.Context) (bool, error) {
 // holds every value of the Group (Redisson's isHeldByThread, an owner id standing for the thread id).
 func (g *Group) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(groupKind, g.Name(), "nil context")
+		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
-	return g.state(ctx, g.c.Value("client")+":"+strconv.FormatInt(owner, 10))
+	return g.state(ctx, g.c.Values.Client+":"+strconv.FormatInt(owner, 10))
 }
 
 // state runs the state script for owner ("": anyone).
 func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(groupKind, g.Name(), "nil context")
+		return false, errs.Invalid(groupKind, g.Name(), "nil context")
 	}
 	args := append([]string{owner}, g.fields...)
 	n, err := g.c.QueryScript(ctx, groupState, []string{g.Name()}, args).AsInt64()
 	if err != nil {
-		return false, core.Errorf(groupKind, g.Name(), err)
+		return false, errs.Errorf(groupKind, g.Name(), err)
 	}
 	return n == 1, nil
 }

@@ -71,7 +71,7 @@ func (g *groupCalls) counts(values ...string) []string {
 
 func TestGroupScriptsActOnce(t *testing.T) {
 	tg := testkit.Standalone(t)
-	acquire, release := groupSpec.Scripts["acquire"], groupSpec.Scripts["release"]
+	acquire, release := groupSpec.Scripts.Acquire, groupSpec.Scripts.Release
 
 	t.Run("acquisition sent again", func(t *testing.T) {
 		g := newGroupCalls(t, tg)

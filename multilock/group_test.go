@@ -19,6 +19,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	holds "github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -333,7 +335,7 @@ func TestGroupTryLockBounds(t *testing.T) {
 		took := time.Since(start)
 		require.ErrorIs(t, err, redisync.ErrNotAcquired)
 		require.GreaterOrEqual(t, took, 300*time.Millisecond)
-		require.Less(t, took, 300*time.Millisecond+core.Overtime+2*time.Second, "TryLock overran its wait")
+		require.Less(t, took, 300*time.Millisecond+send.Overtime+2*time.Second, "TryLock overran its wait")
 		require.Equal(t, before, hash(t, rdb, group))
 
 		got := testkit.Background(func() (context.Context, error) { return b.TryLock(ctx, 20*time.Second) })
@@ -358,7 +360,7 @@ func TestGroupLeaseExpiry(t *testing.T) {
 		held := lockGroup(t, short, ctx)
 		dl, ok := held.Deadline()
 		require.True(t, ok, "a fixed lease gives the ctx a deadline")
-		require.WithinDuration(t, start.Add(time.Second-core.Drift(time.Second)), dl, time.Since(start)+time.Millisecond)
+		require.WithinDuration(t, start.Add(time.Second-holds.Drift(time.Second)), dl, time.Since(start)+time.Millisecond)
 
 		// Another holder of b keeps the hash alive past a's lease: a's lease ends by its expire_time.
 		b := newGroup(t, c2, group, []string{"b", "c"})

@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // sub is one acquired sub-lock: the Locker and the ctx its acquisition returned.
@@ -22,7 +23,7 @@ type sub struct {
 // at Unlock.
 type hold struct {
 	kind, name string
-	parent     context.Context // the caller's ctx (core.Derive's): when it ends, the hold stays until Unlock
+	parent     context.Context // the caller's ctx (holds.Derive's): when it ends, the hold stays until Unlock
 	ctx        context.Context // the hold's ctx, handed to the caller
 	cancel     context.CancelCauseFunc
 	quorum     int
@@ -37,7 +38,7 @@ type hold struct {
 type holdKey struct{ owner any }
 
 // newHold records subs as one hold of owner and returns the ctx for the caller. parent is what
-// core.Derive made of the caller's ctx, and unfollow its stop. A deadline that is not zero ends the
+// holds.Derive made of the caller's ctx, and unfollow its stop. A deadline that is not zero ends the
 // hold with lost as its cause.
 func newHold(owner any, kind, name string, parent context.Context, unfollow func(), subs []*sub, quorum int, deadline time.Time, lost error) context.Context {
 	h := &hold{kind: kind, name: name, parent: parent, quorum: quorum, subs: subs, live: len(subs)}
@@ -77,7 +78,7 @@ func reentering(ctx context.Context, owner any, l Locker) context.Context {
 	defer h.mu.Unlock()
 	for _, s := range h.subs {
 		if s.l == l {
-			return core.WithHoldsOf(ctx, s.ctx)
+			return holds.WithHoldsOf(ctx, s.ctx)
 		}
 	}
 	return ctx
@@ -97,7 +98,7 @@ func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (boo
 	if h := holdOf(ctx, composite); h != nil && !h.held() {
 		return false, nil
 	}
-	if _, ok := core.OwnerID(ctx); !ok {
+	if _, ok := holds.OwnerID(ctx); !ok {
 		return false, nil // nobody asks: nothing can be held
 	}
 	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
@@ -111,37 +112,37 @@ func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (boo
 // atLeast reports whether at least quorum of locks answer q true, asked concurrently. The errors of
 // the locks that could not be asked count only without a quorum; a refusal (see ask) always does.
 func atLeast(locks []Locker, quorum int, q func(Locker) (bool, error)) (bool, error) {
-	n, errs, refused := ask(locks, q)
+	n, subErrs, refused := ask(locks, q)
 	switch {
 	case refused != nil:
 		return false, refused
 	case n >= quorum:
 		return true, nil
 	}
-	return false, errors.Join(errs...)
+	return false, errors.Join(subErrs...)
 }
 
 // isLocked reports whether so many of locks are held, by anyone, that fewer than quorum are free:
 // a Lock would have to wait. The errors of the locks that could not be asked count only when the
 // others do not decide it; a refusal, which would fail a Lock, always does.
 func isLocked(ctx context.Context, locks []Locker, quorum int) (bool, error) {
-	held, errs, refused := ask(locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
+	held, subErrs, refused := ask(locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
 	need := len(locks) - quorum + 1 // held locks that leave fewer than quorum free
 	switch {
 	case refused != nil:
 		return false, refused
 	case held >= need:
 		return true, nil
-	case held+len(errs) < need:
+	case held+len(subErrs) < need:
 		return false, nil
 	}
-	return false, errors.Join(errs...)
+	return false, errors.Join(subErrs...)
 }
 
 // forceUnlock frees every lock whoever holds it, concurrently, and reports whether any was held.
 func forceUnlock(ctx context.Context, locks []Locker) (bool, error) {
-	n, errs, _ := ask(locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
-	return n > 0, errors.Join(errs...)
+	n, subErrs, _ := ask(locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
+	return n > 0, errors.Join(subErrs...)
 }
 
 // ask asks every lock q concurrently (they are usually on different servers), and returns how many
@@ -150,20 +151,20 @@ func forceUnlock(ctx context.Context, locks []Locker) (bool, error) {
 // they fail an acquisition rather than count as a server that could not be asked.
 func ask(locks []Locker, q func(Locker) (bool, error)) (int, []error, error) {
 	yes := make([]bool, len(locks))
-	errs := make([]error, len(locks))
+	subErrs := make([]error, len(locks))
 	var wg sync.WaitGroup
 	for i, l := range locks {
-		wg.Go(func() { yes[i], errs[i] = q(l) })
+		wg.Go(func() { yes[i], subErrs[i] = q(l) })
 	}
 	wg.Wait()
 	n := 0
 	var failed, fatal []error
 	for i := range locks {
 		switch {
-		case errs[i] != nil:
-			failed = append(failed, errs[i])
-			if isFatal(errs[i]) {
-				fatal = append(fatal, errs[i])
+		case subErrs[i] != nil:
+			failed = append(failed, subErrs[i])
+			if isFatal(subErrs[i]) {
+				fatal = append(fatal, subErrs[i])
 			}
 		case yes[i]:
 			n++
@@ -186,10 +187,10 @@ func (h *hold) subEnded(s *sub) {
 	h.live--
 	if h.live < h.quorum {
 		cause := context.Cause(s.ctx)
-		if !errors.Is(cause, core.ErrLost) {
-			cause = fmt.Errorf("%w: %s ended: %w", core.ErrLost, s.l.Name(), cause)
+		if !errors.Is(cause, errs.ErrLost) {
+			cause = fmt.Errorf("%w: %s ended: %w", errs.ErrLost, s.l.Name(), cause)
 		}
-		h.loseLocked(core.Errorf(h.kind, h.name, cause))
+		h.loseLocked(errs.Errorf(h.kind, h.name, cause))
 	}
 }
 
@@ -227,72 +228,72 @@ func (h *hold) unlock() error {
 		ended = context.Cause(h.ctx) // the validity ended, and lose has not run yet
 	}
 	if h.ended == nil {
-		h.ended = core.ErrReleased
+		h.ended = errs.ErrReleased
 	}
-	released, notHeld, errs := h.releaseLocked()
+	released, notHeld, subErrs := h.releaseLocked()
 	switch {
 	case ended == nil:
-		h.cancel(core.ErrReleased)
+		h.cancel(errs.ErrReleased)
 		if live-notHeld < h.quorum {
-			errs = append(errs, fmt.Errorf("%w: only %d of the %d sub-locks needed were still held", core.ErrNotHeld, live-notHeld, h.quorum))
+			subErrs = append(subErrs, fmt.Errorf("%w: only %d of the %d sub-locks needed were still held", errs.ErrNotHeld, live-notHeld, h.quorum))
 		}
-	case ended == core.ErrReleased:
-		if released == 0 && len(errs) == 0 {
-			errs = append(errs, core.ErrNotHeld)
+	case ended == errs.ErrReleased:
+		if released == 0 && len(subErrs) == 0 {
+			subErrs = append(subErrs, errs.ErrNotHeld)
 		}
 	default:
-		errs = append(errs, fmt.Errorf("%w: %w", core.ErrNotHeld, ended))
+		subErrs = append(subErrs, fmt.Errorf("%w: %w", errs.ErrNotHeld, ended))
 	}
-	if len(errs) == 0 {
+	if len(subErrs) == 0 {
 		return nil
 	}
-	return core.Errorf(h.kind, h.name, errors.Join(errs...))
+	return errs.Errorf(h.kind, h.name, errors.Join(subErrs...))
 }
 
 // releaseLocked unlocks, concurrently, every sub-lock not lost, and forgets them. It counts those
 // released and those found not held; the others failed, stay for a later Unlock, and give the errors.
-func (h *hold) releaseLocked() (released, notHeld int, errs []error) {
+func (h *hold) releaseLocked() (released, notHeld int, subErrs []error) {
 	results := releaseAll(h.subs)
 	var keep []*sub
 	for i, err := range results {
 		switch {
-		case h.subs[i].lost && (err == nil || errors.Is(err, core.ErrNotHeld)):
+		case h.subs[i].lost && (err == nil || errors.Is(err, errs.ErrNotHeld)):
 		case err == nil:
 			released++
-		case errors.Is(err, core.ErrNotHeld):
+		case errors.Is(err, errs.ErrNotHeld):
 			notHeld++
 		default:
 			keep = append(keep, h.subs[i])
-			errs = append(errs, err)
+			subErrs = append(subErrs, err)
 		}
 	}
 	h.subs = keep
-	return released, notHeld, errs
+	return released, notHeld, subErrs
 }
 
 // releaseAll unlocks every sub concurrently (they are usually on different servers) and returns one
 // error per sub. A lost sub is unlocked too: it answers ErrNotHeld, and its lock forgets the hold.
 func releaseAll(subs []*sub) []error {
-	errs := make([]error, len(subs))
+	subErrs := make([]error, len(subs))
 	var wg sync.WaitGroup
 	for i, s := range subs {
-		wg.Go(func() { errs[i] = s.l.Unlock(s.ctx) })
+		wg.Go(func() { subErrs[i] = s.l.Unlock(s.ctx) })
 	}
 	wg.Wait()
-	return errs
+	return subErrs
 }
 
 // giveBack releases what a failed acquisition took. A release that fails is reported with the
 // acquisition's error: that sub-lock stays held until its lease ends.
 func giveBack(subs []*sub, err error) error {
-	var errs []error
+	var subErrs []error
 	for i, e := range releaseAll(subs) {
-		if e != nil && !errors.Is(e, core.ErrNotHeld) {
-			errs = append(errs, fmt.Errorf("could not give back %s: %w", subs[i].l.Name(), e))
+		if e != nil && !errors.Is(e, errs.ErrNotHeld) {
+			subErrs = append(subErrs, fmt.Errorf("could not give back %s: %w", subs[i].l.Name(), e))
 		}
 	}
-	if len(errs) == 0 {
+	if len(subErrs) == 0 {
 		return err
 	}
-	return errors.Join(append([]error{err}, errs...)...)
+	return errors.Join(append([]error{err}, subErrs...)...)
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // IsHeld of a MultiLock: true while its owner holds every sub-lock and the hold it asks about has
@@ -36,7 +36,7 @@ func TestMultiLockIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	isHeld("of the hold", outer, true)
-	other := core.WithNewOwner(ctx)
+	other := holds.WithNewOwner(ctx)
 	isHeld("of another owner", other, false)
 	inner, err := m.TryLock(outer, 0)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestRedLockIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	isHeld("of the hold", held, true)
-	other := core.WithNewOwner(ctx)
+	other := holds.WithNewOwner(ctx)
 	isHeld("of another owner", other, false)
 	// RedLock returns once a majority holds: on a loaded machine a slow server may have missed its
 	// sub-lock already. Delete sub-locks until exactly two of three are held.

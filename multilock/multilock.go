@@ -56,6 +56,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // Locker is an exclusive lock that a MultiLock or RedLock combines: rlock.Lock, spinlock.Lock,
@@ -116,13 +118,13 @@ func check(kind string, locks []Locker) ([]Locker, string, error) {
 	names := make([]string, len(locks))
 	for i, l := range locks {
 		if l == nil {
-			return nil, "", core.Invalid(kind, "", "nil lock at %d", i)
+			return nil, "", errs.Invalid(kind, "", "nil lock at %d", i)
 		}
 		names[i] = l.Name()
 	}
 	name := strings.Join(names, ",")
 	if len(locks) == 0 {
-		return nil, "", core.Invalid(kind, name, "no locks")
+		return nil, "", errs.Invalid(kind, name, "no locks")
 	}
 	return slices.Clone(locks), name, nil
 }
@@ -141,7 +143,7 @@ func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 // it has not held every sub-lock at once within wait; with wait 0 it tries each once.
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
+		return nil, errs.Invalid(multiKind, m.name, "negative wait %v", wait)
 	}
 	return m.acquire(ctx, wait, ownLease)
 }
@@ -160,7 +162,7 @@ func (m *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.C
 // unit)): see LockFor.
 func (m *MultiLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, core.Invalid(multiKind, m.name, "negative wait %v", wait)
+		return nil, errs.Invalid(multiKind, m.name, "negative wait %v", wait)
 	}
 	if err := checkLease(multiKind, m.name, lease); err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ const ownLease = -1
 // checkLease refuses a negative lease.
 func checkLease(kind, name string, lease time.Duration) error {
 	if lease < 0 {
-		return core.Invalid(kind, name, "negative lease %v", lease)
+		return errs.Invalid(kind, name, "negative lease %v", lease)
 	}
 	return nil
 }
@@ -194,54 +196,39 @@ func lockSub(ctx context.Context, l Locker, wait, lease time.Duration) (context.
 
 func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
-		return nil, core.Invalid(multiKind, m.name, "nil context")
+		return nil, errs.Invalid(multiKind, m.name, "nil context")
 	}
-	if _, ok := core.OwnerID(ctx); !ok {
-		ctx = core.WithNewOwner(ctx)
+	if _, ok := holds.OwnerID(ctx); !ok {
+		ctx = holds.WithNewOwner(ctx)
 	}
 	// The sub-locks' holds and the MultiLock's own follow ctx through one ctx, which ends before
 	// them: a sub-lock whose ctx ends with the caller's is told from a lost one by it.
-	ctx, unfollow := core.Derive(ctx)
+	ctx, unfollow := holds.Derive(ctx)
 	var deadline time.Time
 	if wait > 0 {
 		deadline = time.Now().Add(wait)
 	}
 	first := 0 // the lock to wait for, holding nothing
 	for {
-		var held []*sub
-		var c context.Context
-		var err error
-		if wait < 0 {
-			c, err = lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], -1, lease)
-		} else {
-			c, err = lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], max(time.Until(deadline), 0), lease)
+		left := time.Duration(-1)
+		if wait >= 0 {
+			left = max(time.Until(deadline), 0)
 		}
+		c, err := lockSub(reentering(ctx, m, m.locks[first]), m.locks[first], left, lease)
 		if err != nil {
 			unfollow()
 			return nil, m.err(err)
 		}
-		held = append(held, &sub{l: m.locks[first], ctx: c})
-		busy := -1
-		for i, l := range m.locks {
-			if i == first {
-				continue
-			}
-			c, err := lockSub(reentering(ctx, m, l), l, 0, lease)
-			if errors.Is(err, core.ErrNotAcquired) {
-				busy = i
-				break
-			}
-			if err != nil {
-				unfollow()
-				return nil, m.err(giveBack(held, err))
-			}
-			held = append(held, &sub{l: l, ctx: c})
+		held, busy, err := m.takeOthers(ctx, first, lease, []*sub{{l: m.locks[first], ctx: c}})
+		if err != nil {
+			unfollow()
+			return nil, m.err(err)
 		}
 		if busy < 0 {
 			end, first := earliest(ctx, held)
 			var lost error
 			if first != nil {
-				lost = m.err(fmt.Errorf("%w: the lease of %s ended", core.ErrLost, first.Name()))
+				lost = m.err(fmt.Errorf("%w: the lease of %s ended", errs.ErrLost, first.Name()))
 			}
 			return newHold(m, multiKind, m.name, ctx, unfollow, held, len(held), end, lost), nil
 		}
@@ -251,10 +238,29 @@ func (m *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (con
 		}
 		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
 			unfollow()
-			return nil, m.err(core.ErrNotAcquired)
+			return nil, m.err(errs.ErrNotAcquired)
 		}
 		first = busy
 	}
+}
+
+// takeOthers tries each lock but first once, without waiting, after held (first's): it returns what
+// it holds, and the first lock busy (-1: none); an error (other than busy) gives back all it held.
+func (m *MultiLock) takeOthers(ctx context.Context, first int, lease time.Duration, held []*sub) ([]*sub, int, error) {
+	for i, l := range m.locks {
+		if i == first {
+			continue
+		}
+		c, err := lockSub(reentering(ctx, m, l), l, 0, lease)
+		if errors.Is(err, errs.ErrNotAcquired) {
+			return held, i, nil
+		}
+		if err != nil {
+			return nil, -1, giveBack(held, err)
+		}
+		held = append(held, &sub{l: l, ctx: c})
+	}
+	return held, -1, nil
 }
 
 // earliest returns the earliest deadline among the sub-locks' contexts that comes before the
@@ -283,11 +289,11 @@ func earliest(parent context.Context, subs []*sub) (time.Time, Locker) {
 // sub-lock whose release fails is named in the error and Unlock may be called again for it.
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if ctx == nil {
-		return core.Invalid(multiKind, m.name, "nil context")
+		return errs.Invalid(multiKind, m.name, "nil context")
 	}
 	h := holdOf(ctx, m)
 	if h == nil {
-		return m.err(core.ErrNotHeld)
+		return m.err(errs.ErrNotHeld)
 	}
 	return h.unlock()
 }
@@ -298,7 +304,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 // answers even when ctx has ended.
 func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := isHeld(ctx, m, m.locks, len(m.locks))
 	if err != nil {
@@ -311,7 +317,7 @@ func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 // sub-lock, asking each of them (Redisson's isHeldByThread).
 func (m *MultiLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := isHeldBy(ctx, m.locks, owner, len(m.locks))
 	if err != nil {
@@ -324,7 +330,7 @@ func (m *MultiLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 // would have to wait now. (Redisson's MultiLock does not offer it.)
 func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := isLocked(ctx, m.locks, len(m.locks))
 	if err != nil {
@@ -339,7 +345,7 @@ func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
 // (Redisson's MultiLock does not offer it.)
 func (m *MultiLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(multiKind, m.name, "nil context")
+		return false, errs.Invalid(multiKind, m.name, "nil context")
 	}
 	ok, err := forceUnlock(ctx, m.locks)
 	if err != nil {
@@ -356,4 +362,4 @@ func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) 
 	return core.Locked(ctx, m.Lock, m.Unlock, fn)
 }
 
-func (m *MultiLock) err(err error) error { return core.Errorf(multiKind, m.name, err) }
+func (m *MultiLock) err(err error) error { return errs.Errorf(multiKind, m.name, err) }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
+	holds "github.com/redisync/redisync/internal/hold"
 )
 
 // RedLock is the Redlock algorithm over N locks, one per independent Redis server (not replicas of
@@ -72,10 +74,10 @@ func (r *RedLock) With(opts ...Option) (*RedLock, error) {
 		o(&c.o)
 	}
 	if c.o.timeout <= 0 {
-		return nil, core.Invalid(redKind, r.name, "instance timeout %v: want more than 0", c.o.timeout)
+		return nil, errs.Invalid(redKind, r.name, "instance timeout %v: want more than 0", c.o.timeout)
 	}
 	if c.o.retryDelay <= 0 {
-		return nil, core.Invalid(redKind, r.name, "retry delay %v: want more than 0", c.o.retryDelay)
+		return nil, errs.Invalid(redKind, r.name, "retry delay %v: want more than 0", c.o.retryDelay)
 	}
 	return &c, nil
 }
@@ -99,7 +101,7 @@ func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
 // started within wait succeeded; with wait 0 it makes one attempt.
 func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, core.Invalid(redKind, r.name, "negative wait %v", wait)
+		return nil, errs.Invalid(redKind, r.name, "negative wait %v", wait)
 	}
 	return r.acquire(ctx, wait, ownLease)
 }
@@ -117,7 +119,7 @@ func (r *RedLock) LockFor(ctx context.Context, lease time.Duration) (context.Con
 // unit)): see LockFor.
 func (r *RedLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, core.Invalid(redKind, r.name, "negative wait %v", wait)
+		return nil, errs.Invalid(redKind, r.name, "negative wait %v", wait)
 	}
 	if err := checkLease(redKind, r.name, lease); err != nil {
 		return nil, err
@@ -127,10 +129,10 @@ func (r *RedLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (co
 
 func (r *RedLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
-		return nil, core.Invalid(redKind, r.name, "nil context")
+		return nil, errs.Invalid(redKind, r.name, "nil context")
 	}
-	if _, ok := core.OwnerID(ctx); !ok {
-		ctx = core.WithNewOwner(ctx)
+	if _, ok := holds.OwnerID(ctx); !ok {
+		ctx = holds.WithNewOwner(ctx)
 	}
 	var deadline time.Time
 	if wait > 0 {
@@ -143,7 +145,7 @@ func (r *RedLock) acquire(ctx context.Context, wait, lease time.Duration) (conte
 			return nil, r.err(context.Cause(ctx))
 		}
 		held, err := r.attempt(ctx, lease)
-		if err == nil || !errors.Is(err, core.ErrNotAcquired) {
+		if err == nil || !errors.Is(err, errs.ErrNotAcquired) {
 			return held, err
 		}
 		if wait == 0 || (wait > 0 && !time.Now().Before(deadline)) {
@@ -183,37 +185,7 @@ func (r *RedLock) attempt(ctx context.Context, lease time.Duration) (context.Con
 			answers <- answer{l: l, ctx: c, err: err, sent: sent}
 		}()
 	}
-	timeout := time.NewTimer(r.o.timeout)
-	defer timeout.Stop()
-	var got []answer
-	var errs []error
-	pending := len(r.locks)
-collect:
-	// Even when the outcome is clear, answers that come within the timeout are awaited, so that what
-	// they acquired is given back before the attempt returns.
-	for pending > 0 {
-		select {
-		case a := <-answers:
-			pending--
-			if a.err == nil {
-				got = append(got, a)
-			} else {
-				errs = append(errs, a.err)
-			}
-		case <-timeout.C:
-			break collect
-		}
-	}
-	if pending > 0 {
-		// Late answers: whatever they acquired is given back as soon as they come.
-		go func() {
-			for range pending {
-				if a := <-answers; a.err == nil {
-					a.l.Unlock(a.ctx)
-				}
-			}
-		}()
-	}
+	got, subErrs, pending := r.collect(answers)
 	subs := make([]*sub, len(got))
 	for i, a := range got {
 		subs[i] = &sub{l: a.l, ctx: a.ctx}
@@ -221,8 +193,8 @@ collect:
 	fail := func(err error) (context.Context, error) {
 		return nil, r.err(giveBack(subs, err))
 	}
-	for _, err := range errs {
-		if !errors.Is(err, core.ErrNotAcquired) && isFatal(err) {
+	for _, err := range subErrs {
+		if !errors.Is(err, errs.ErrNotAcquired) && isFatal(err) {
 			return fail(err)
 		}
 	}
@@ -230,27 +202,63 @@ collect:
 		return fail(context.Cause(ctx))
 	}
 	if len(got) < r.quorum {
-		err := fmt.Errorf("%w: %d of %d servers acquired, %d needed (%d refused or failed, %d did not answer within %v)",
-			core.ErrNotAcquired, len(got), len(r.locks), r.quorum, len(errs), pending, r.o.timeout)
-		for _, e := range errs {
-			if !errors.Is(e, core.ErrNotAcquired) {
-				err = fmt.Errorf("%w; %w", err, e)
-			}
-		}
-		return fail(err)
+		return fail(r.noQuorum(len(got), subErrs, pending))
 	}
 	validUntil := r.validity(start, got)
 	if !validUntil.IsZero() && !time.Now().Before(validUntil) {
-		return fail(fmt.Errorf("%w: acquired a majority, but the validity time ran out while doing so", core.ErrNotAcquired))
+		return fail(fmt.Errorf("%w: acquired a majority, but the validity time ran out while doing so", errs.ErrNotAcquired))
 	}
-	lost := r.err(fmt.Errorf("%w: the validity time ended", core.ErrLost))
-	parent, unfollow := core.Derive(ctx) // the tries' ctx carries no cancellation: nothing races it
+	lost := r.err(fmt.Errorf("%w: the validity time ended", errs.ErrLost))
+	parent, unfollow := holds.Derive(ctx) // the tries' ctx carries no cancellation: nothing races it
 	return newHold(r, redKind, r.name, parent, unfollow, subs, r.quorum, validUntil, lost), nil
+}
+
+// collect awaits the tries' answers until all came or the timeout passed: even when the outcome is
+// clear, answers that come within it are awaited, so that what they acquired is given back before
+// the attempt returns; what late answers acquire is given back as soon as they come. It returns the
+// acquisitions, the errors, and how many did not answer in time.
+func (r *RedLock) collect(answers chan answer) (got []answer, failed []error, pending int) {
+	timeout := time.NewTimer(r.o.timeout)
+	defer timeout.Stop()
+	for pending = len(r.locks); pending > 0; {
+		select {
+		case a := <-answers:
+			pending--
+			if a.err == nil {
+				got = append(got, a)
+			} else {
+				failed = append(failed, a.err)
+			}
+		case <-timeout.C:
+			go func(late int) {
+				for range late {
+					if a := <-answers; a.err == nil {
+						a.l.Unlock(a.ctx)
+					}
+				}
+			}(pending)
+			return got, failed, pending
+		}
+	}
+	return got, failed, 0
+}
+
+// noQuorum is the error of an attempt that acquired fewer locks than its quorum: acquired of them,
+// failed the errors of the others, and pending how many did not answer in time.
+func (r *RedLock) noQuorum(acquired int, failed []error, pending int) error {
+	err := fmt.Errorf("%w: %d of %d servers acquired, %d needed (%d refused or failed, %d did not answer within %v)",
+		errs.ErrNotAcquired, acquired, len(r.locks), r.quorum, len(failed), pending, r.o.timeout)
+	for _, e := range failed {
+		if !errors.Is(e, errs.ErrNotAcquired) {
+			err = fmt.Errorf("%w; %w", err, e)
+		}
+	}
+	return err
 }
 
 // validity returns when the majority's validity ends: of the acquired locks with a fixed lease, the
 // quorum-th latest end. A sub-lock's ctx deadline already is its lease's end less the clock drift
-// allowance (core.Drift), counted from when it sent its try; moved back to the attempt's start, it
+// allowance (holds.Drift), counted from when it sent its try; moved back to the attempt's start, it
 // is start + L - drift(L), with the drift subtracted once. Zero when a majority has no fixed lease
 // (watchdog renewals keep it).
 func (r *RedLock) validity(start time.Time, got []answer) time.Time {
@@ -272,8 +280,8 @@ func (r *RedLock) validity(start time.Time, got []answer) time.Time {
 // (ErrWrongType) or whose user lacks a permission fails the RedLock rather than count as one
 // server down, which would hide the misuse behind a majority.
 func isFatal(err error) bool {
-	return errors.Is(err, core.ErrInvalidArgument) || errors.Is(err, core.ErrAlreadyHeld) || errors.Is(err, core.ErrClosed) ||
-		errors.Is(err, core.ErrWrongType) || errors.Is(err, core.ErrNoPermission)
+	return errors.Is(err, errs.ErrInvalidArgument) || errors.Is(err, errs.ErrAlreadyHeld) || errors.Is(err, errs.ErrClosed) ||
+		errors.Is(err, errs.ErrWrongType) || errors.Is(err, errs.ErrNoPermission)
 }
 
 // Unlock releases every sub-lock of the acquisition that ctx came from, on every server. It releases
@@ -283,11 +291,11 @@ func isFatal(err error) bool {
 // Unlock may be called again for it.
 func (r *RedLock) Unlock(ctx context.Context) error {
 	if ctx == nil {
-		return core.Invalid(redKind, r.name, "nil context")
+		return errs.Invalid(redKind, r.name, "nil context")
 	}
 	h := holdOf(ctx, r)
 	if h == nil {
-		return r.err(core.ErrNotHeld)
+		return r.err(errs.ErrNotHeld)
 	}
 	return h.unlock()
 }
@@ -300,7 +308,7 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 // Unlock, it answers even when ctx has ended.
 func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(redKind, r.name, "nil context")
+		return false, errs.Invalid(redKind, r.name, "nil context")
 	}
 	ok, err := isHeld(ctx, r, r.locks, r.quorum)
 	if err != nil {
@@ -315,7 +323,7 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 // as Lock's doc says fails the call with that error, whatever the others answer.
 func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(redKind, r.name, "nil context")
+		return false, errs.Invalid(redKind, r.name, "nil context")
 	}
 	ok, err := isHeldBy(ctx, r.locks, owner, r.quorum)
 	if err != nil {
@@ -330,7 +338,7 @@ func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 // attempt. (Redisson's RedLock does not offer it.)
 func (r *RedLock) IsLocked(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(redKind, r.name, "nil context")
+		return false, errs.Invalid(redKind, r.name, "nil context")
 	}
 	ok, err := isLocked(ctx, r.locks, r.quorum)
 	if err != nil {
@@ -345,7 +353,7 @@ func (r *RedLock) IsLocked(ctx context.Context) (bool, error) {
 // error; the others are freed all the same. (Redisson's RedLock does not offer it.)
 func (r *RedLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(redKind, r.name, "nil context")
+		return false, errs.Invalid(redKind, r.name, "nil context")
 	}
 	ok, err := forceUnlock(ctx, r.locks)
 	if err != nil {
@@ -362,4 +370,4 @@ func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) er
 	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }
 
-func (r *RedLock) err(err error) error { return core.Errorf(redKind, r.name, err) }
+func (r *RedLock) err(err error) error { return errs.Errorf(redKind, r.name, err) }

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	holds "github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
@@ -378,7 +378,7 @@ func TestRedLockValiditySubtractsDriftOnce(t *testing.T) {
 	if low := ends[len(ends)-1].Add(-elapsed); end.Before(low) {
 		t.Fatalf("validity ends %v before the earliest sub-lock deadline less the %v spent acquiring: drift subtracted twice?", low.Sub(end), elapsed)
 	}
-	if low := start.Add(lease - core.Drift(lease)); end.Before(low) {
+	if low := start.Add(lease - holds.Drift(lease)); end.Before(low) {
 		t.Fatalf("validity ends %v before start + lease - drift", low.Sub(end))
 	}
 }

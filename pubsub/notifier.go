@@ -636,55 +636,16 @@ func (n *Notifier) receive(ctx context.Context, name string) {
 		if at == "" && time.Since(time.Unix(0, n.changed.Load())) < topologySettles {
 			at = n.slotMaster(ctx, name, "")
 		}
-		n.mu.Lock()
-		if c := n.chans[name]; c != nil {
-			c.at = at // where the subscription is made, for its unsubscribe (runSharded)
-		}
-		n.mu.Unlock()
-		var err error
-		if at != "" {
-			err = n.receiveOn(ctx, at, name, onSubscription)
-		} else { // rueidis routes it, and resubscribes when its connection breaks
-			err = n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
-				n.deliver(m.Channel, m.Message)
-			})
-		}
-		n.mu.Lock()
-		c := n.chans[name]
-		want := c != nil && len(c.waiters) > 0 && ctx.Err() == nil
+		err := n.subscribeAt(ctx, hook, at, name, onSubscription)
+		ours, want := n.stillWanted(ctx, name)
 		if !want {
-			if c != nil {
-				c.receiving, c.stopping, c.at = false, false, ""
-				if c.subscribed {
-					c.subscribed = false
-					c.ready = make(chan struct{})
-				}
-			}
-			n.mu.Unlock()
-			n.poke()
 			return
 		}
-		ours := c.stopping // an unsubscribe of ours, overtaken by a new waiter
-		c.stopping = false
-		n.mu.Unlock()
 		// Still wanted: the subscription ended under us (connection lost, slot moved, or an
 		// unsubscribe overtaken by a new waiter). Messages may have been missed.
 		n.dropped(true, name)
-		moved, isMoved := movedTo(err)
-		if isMoved || (err == nil && !ours) {
-			n.changed.Store(time.Now().UnixNano())
-		}
-		switch {
-		case isMoved:
-			at = moved // the node no longer serves the slot: it named the master that does
-		case err == nil && !ours:
-			// The node unsubscribed the channel: its slot moved, or its master failed over (Redis 7
-			// tells the subscribers of a slot that leaves a master). The node knows where the slot
-			// went.
-			at = n.slotMaster(ctx, name, at)
-		case err != nil:
-			at = "" // the connection, or no confirmation: routed anew
-		}
+		_, isMoved := movedTo(err)
+		at = n.resubscribeAt(ctx, name, at, err, ours)
 		if confirmations.Load() > 0 {
 			fails = 0
 		} else {
@@ -711,6 +672,66 @@ func (n *Notifier) unsubscribe(ctx context.Context, channel, at string) {
 		return
 	}
 	n.rdb.Do(ctx, n.rdb.B().Sunsubscribe().Channel(channel).Build())
+}
+
+// subscribeAt subscribes name at the node at ("": where rueidis routes it, which resubscribes when
+// its connection breaks) and receives until the subscription ends.
+func (n *Notifier) subscribeAt(ctx, hook context.Context, at, name string, onSubscription func(rueidis.PubSubSubscription)) error {
+	n.mu.Lock()
+	if c := n.chans[name]; c != nil {
+		c.at = at // where the subscription is made, for its unsubscribe (runSharded)
+	}
+	n.mu.Unlock()
+	if at != "" {
+		return n.receiveOn(ctx, at, name, onSubscription)
+	}
+	return n.rdb.Receive(hook, n.rdb.B().Ssubscribe().Channel(name).Build(), func(m rueidis.PubSubMessage) {
+		n.deliver(m.Channel, m.Message)
+	})
+}
+
+// stillWanted reports, once a subscription of name ended, whether it is still wanted (it has
+// waiters, and ctx has not ended), and whether its end was an unsubscribe of ours that a new waiter
+// overtook (ours). One no longer wanted is marked stopped.
+func (n *Notifier) stillWanted(ctx context.Context, name string) (ours, want bool) {
+	n.mu.Lock()
+	c := n.chans[name]
+	if c != nil && len(c.waiters) > 0 && ctx.Err() == nil {
+		ours, c.stopping = c.stopping, false
+		n.mu.Unlock()
+		return ours, true
+	}
+	if c != nil {
+		c.receiving, c.stopping, c.at = false, false, ""
+		if c.subscribed {
+			c.subscribed = false
+			c.ready = make(chan struct{})
+		}
+	}
+	n.mu.Unlock()
+	n.poke()
+	return false, false
+}
+
+// resubscribeAt returns where name is subscribed again after its subscription at at ended with err
+// ("": where rueidis routes it); ours: the end was an unsubscribe of ours.
+func (n *Notifier) resubscribeAt(ctx context.Context, name, at string, err error, ours bool) string {
+	moved, isMoved := movedTo(err)
+	if isMoved || (err == nil && !ours) {
+		n.changed.Store(time.Now().UnixNano())
+	}
+	switch {
+	case isMoved:
+		return moved // the node no longer serves the slot: it named the master that does
+	case err == nil && !ours:
+		// The node unsubscribed the channel: its slot moved, or its master failed over (Redis 7
+		// tells the subscribers of a slot that leaves a master). The node knows where the slot
+		// went.
+		return n.slotMaster(ctx, name, at)
+	case err != nil:
+		return "" // the connection, or no confirmation: routed anew
+	}
+	return at
 }
 
 // receiveOn subscribes channel on the node at and receives until the subscription ends. It returns

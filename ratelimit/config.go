@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // Type says who shares a limiter's rate: Redisson's RateType, stored as its ordinal.
@@ -104,15 +104,15 @@ func KeepState() SetOption { return func(s *setting) { s.keep = true } }
 // set sends the setting script: how is "try", "set" or "update".
 func (l *Limiter) set(ctx context.Context, cfg Config, how string, opts []SetOption) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, l.name, "nil context")
+		return false, errs.Invalid(kind, l.name, "nil context")
 	}
 	if msg := cfg.check(); msg != "" {
-		return false, core.Invalid(kind, l.name, "%s", msg)
+		return false, errs.Invalid(kind, l.name, "%s", msg)
 	}
 	var s setting
 	for _, opt := range opts {
 		if opt == nil {
-			return false, core.Invalid(kind, l.name, "nil option")
+			return false, errs.Invalid(kind, l.name, "nil option")
 		}
 		opt(&s)
 	}
@@ -131,7 +131,7 @@ func (l *Limiter) set(ctx context.Context, cfg Config, how string, opts []SetOpt
 	}
 	n, err := l.c.Send(ctx, setScript, l.keys[:], args).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.keys[5] + args[5])
 	return n == 1, nil
@@ -157,7 +157,7 @@ func (l *Limiter) state(ctx context.Context) (Config, int64, error) {
 	case err != nil:
 		return Config{}, 0, err
 	case len(res) == 0:
-		return Config{}, 0, core.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set", core.ErrNotInitialized))
+		return Config{}, 0, errs.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set", errs.ErrNotInitialized))
 	}
 	cfg := Config{
 		Rate:      res[0],
@@ -171,14 +171,14 @@ func (l *Limiter) state(ctx context.Context) (Config, int64, error) {
 // read runs the state script: {} when no rate is set, else its six figures (ratelimit_state.lua).
 func (l *Limiter) read(ctx context.Context) ([]int64, error) {
 	if ctx == nil {
-		return nil, core.Invalid(kind, l.name, "nil context")
+		return nil, errs.Invalid(kind, l.name, "nil context")
 	}
 	res, err := l.c.QueryScript(ctx, stateScript, l.keys[:5], nil).AsIntSlice()
 	if err == nil && len(res) != 0 && len(res) != 6 {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
 	if err != nil {
-		return nil, core.Errorf(kind, l.name, err)
+		return nil, errs.Errorf(kind, l.name, err)
 	}
 	return res, nil
 }
@@ -189,12 +189,12 @@ func (l *Limiter) read(ctx context.Context) ([]int64, error) {
 // redisync.ErrWrongType and left in place.
 func (l *Limiter) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, l.name, "nil context")
+		return false, errs.Invalid(kind, l.name, "nil context")
 	}
 	rid := l.c.RequestID()
 	n, err := l.c.Send(ctx, deleteScript, l.keys[:], []string{rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.keys[5] + rid)
 	return n == 1, nil

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // Expire makes the limiter end ttl from now, as Delete would end it (Redisson's expire): its hash,
@@ -16,10 +16,10 @@ import (
 // redisync.ErrWrongType and left unchanged.
 func (l *Limiter) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, l.name, "nil context")
+		return false, errs.Invalid(kind, l.name, "nil context")
 	}
 	if ttl < time.Millisecond {
-		return false, core.Invalid(kind, l.name, "time to live %v: want at least 1ms", ttl)
+		return false, errs.Invalid(kind, l.name, "time to live %v: want at least 1ms", ttl)
 	}
 	return l.expire(ctx, strconv.FormatInt(ttl.Milliseconds(), 10))
 }
@@ -29,7 +29,7 @@ func (l *Limiter) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 // that holds something else is refused with redisync.ErrWrongType and left unchanged.
 func (l *Limiter) ClearExpire(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, l.name, "nil context")
+		return false, errs.Invalid(kind, l.name, "nil context")
 	}
 	return l.expire(ctx, "")
 }
@@ -39,7 +39,7 @@ func (l *Limiter) expire(ctx context.Context, ms string) (bool, error) {
 	rid := l.c.RequestID()
 	n, err := l.c.Send(ctx, expireScript, l.keys[:], []string{ms, rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(kind, l.name, err)
+		return false, errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.keys[5] + rid)
 	return n == 1, nil

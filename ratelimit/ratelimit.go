@@ -47,7 +47,10 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/layout"
+	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -97,13 +100,13 @@ func New(c *redisync.Client, name string, opts ...Option) (*Limiter, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	id := l.c.Value("client")
+	id := l.c.Values.Client
 	if o.clientID != nil {
 		id = *o.clientID
 	}
 	l.keys[2], l.keys[4] = l.clientKeys(id)
 	if l.keys[2] == "" {
-		return nil, core.Invalid(kind, name, "empty client id")
+		return nil, errs.Invalid(kind, name, "empty client id")
 	}
 	return l, nil
 }
@@ -137,17 +140,17 @@ func (l *Limiter) Acquire(ctx context.Context, n int64) error {
 // wait ends. With wait 0 it tries once. ctx may end the wait earlier.
 func (l *Limiter) TryAcquire(ctx context.Context, n int64, wait time.Duration) error {
 	if wait < 0 {
-		return core.Invalid(kind, l.name, "negative wait %v", wait)
+		return errs.Invalid(kind, l.name, "negative wait %v", wait)
 	}
 	return l.acquire(ctx, n, wait)
 }
 
 func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) error {
 	if ctx == nil {
-		return core.Invalid(kind, l.name, "nil context")
+		return errs.Invalid(kind, l.name, "nil context")
 	}
 	if n < 1 || n > math.MaxUint32 {
-		return core.Invalid(kind, l.name, "%d permits: want 1 to the rate", n)
+		return errs.Invalid(kind, l.name, "%d permits: want 1 to the rate", n)
 	}
 	a := &acquisition{l: l}
 	a.args = [2]string{strconv.FormatInt(n, 10), member(n)}
@@ -155,9 +158,9 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 		a.deadline = time.Now().Add(wait)
 	}
 	// No Channel: nothing announces freed permits, and each try says how long to sleep.
-	_, err := l.c.Acquire(ctx, kind, l.name, wait, core.Wait{Tries: a})
+	_, err := l.c.Acquire(ctx, kind, l.name, wait, waiting.Wait{Tries: a})
 	if err != nil {
-		return core.Errorf(kind, l.name, err)
+		return errs.Errorf(kind, l.name, err)
 	}
 	return nil
 }
@@ -172,10 +175,10 @@ func (l *Limiter) acquire(ctx context.Context, n int64, wait time.Duration) erro
 // (nothing changes).
 func (l *Limiter) Release(ctx context.Context, n int64) error {
 	if ctx == nil {
-		return core.Invalid(kind, l.name, "nil context")
+		return errs.Invalid(kind, l.name, "nil context")
 	}
 	if n < 0 {
-		return core.Invalid(kind, l.name, "%d permits: want 0 or more", n)
+		return errs.Invalid(kind, l.name, "%d permits: want 0 or more", n)
 	}
 	if n == 0 {
 		return nil
@@ -183,16 +186,16 @@ func (l *Limiter) Release(ctx context.Context, n int64) error {
 	rid := l.c.RequestID()
 	res, err := l.c.Send(context.WithoutCancel(ctx), releaseScript, l.keys[:], []string{strconv.FormatInt(n, 10), rid}).AsIntSlice()
 	if err != nil {
-		return core.Errorf(kind, l.name, err)
+		return errs.Errorf(kind, l.name, err)
 	}
 	l.c.DeleteLater(l.keys[5] + rid)
 	switch {
 	case len(res) == 2 && res[0] == 1:
 		return nil
 	case len(res) == 1 && res[0] == -2:
-		return core.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set (TrySetRate or SetRate)", core.ErrNotInitialized))
+		return errs.Errorf(kind, l.name, fmt.Errorf("%w: no rate is set (TrySetRate or SetRate)", errs.ErrNotInitialized))
 	}
-	return core.Errorf(kind, l.name, fmt.Errorf("unexpected reply %v from the releasing script", res))
+	return errs.Errorf(kind, l.name, fmt.Errorf("unexpected reply %v from the releasing script", res))
 }
 
 // acquisition is what the tries of one Acquire share.
@@ -204,9 +207,9 @@ type acquisition struct {
 
 // Try sends one try. Its grant's member is its trace: a try sent again after a lost answer finds the
 // grant the first send made (ratelimit_acquire.lua).
-func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
+func (a *acquisition) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
 	l := a.l
-	reply, notReplicated := l.c.SendAcquiring(ctx, acquireScript, l.keys[:5], a.args[:])
+	reply, notReplicated := l.c.SendAcquiring(ctx, within, acquireScript, l.keys[:5], a.args[:])
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -217,13 +220,13 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 	case len(res) == 2 && res[0] == 0:
 		retryIn := time.Duration(res[1]) * time.Millisecond
 		if !a.deadline.IsZero() && time.Until(a.deadline) < retryIn {
-			return false, 0, core.ErrNotAcquired // no try before the bound can succeed
+			return false, 0, errs.ErrNotAcquired // no try before the bound can succeed
 		}
 		return false, retryIn, nil
 	case len(res) == 2 && res[0] == -1:
-		return false, 0, fmt.Errorf("%w: %s permits: more than the rate, %d", core.ErrInvalidArgument, a.args[0], res[1])
+		return false, 0, fmt.Errorf("%w: %s permits: more than the rate, %d", errs.ErrInvalidArgument, a.args[0], res[1])
 	case len(res) == 1 && res[0] == -2:
-		return false, 0, fmt.Errorf("%w: no rate is set (TrySetRate or SetRate)", core.ErrNotInitialized)
+		return false, 0, fmt.Errorf("%w: no rate is set (TrySetRate or SetRate)", errs.ErrNotInitialized)
 	}
 	return false, 0, fmt.Errorf("unexpected reply %v from the acquiring script", res)
 }

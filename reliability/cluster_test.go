@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
 )
@@ -26,7 +26,7 @@ func TestFaultClusterFailover(t *testing.T) {
 	held := mustLock(t, l)
 
 	// The master serving the lock's slot, and its replica.
-	i := int(core.Slot(name)) * len(cl.Masters) / 16384
+	i := int(send.Slot(name)) * len(cl.Masters) / 16384
 	replica := cl.Replicas[i]
 	if _, err := replica.Do("CLUSTER", "FAILOVER"); err != nil {
 		t.Fatal(err)

@@ -1340,7 +1340,7 @@ func render(m rueidis.RedisMessage) string {
 }
 
 // eoBound is how long a faulted call may take on a ctx without a deadline: the connection is dialled
-// again in milliseconds, so this leaves the library its own retry bound (core.RetryBound, 5 s) twice
+// again in milliseconds, so this leaves the library its own retry bound (send.RetryBound, 5 s) twice
 // over, and still fails a call that hangs.
 const eoBound = 10 * time.Second
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -241,7 +242,7 @@ func TestClusterFailoverWakesParkedWaiters(t *testing.T) {
 	holder := tg.Client(t, parkedOpts...)
 	waiting := []*redisync.Client{tg.Client(t, parkedOpts...), tg.Client(t, parkedOpts...)}
 	p := park(t, cl.Servers(), holder, waiting, tag)
-	i := int(core.Slot(tag)) * len(cl.Masters) / 16384
+	i := int(send.Slot(tag)) * len(cl.Masters) / 16384
 	replica := cl.Replicas[i]
 	start := time.Now()
 	if _, err := replica.Do("CLUSTER", "FAILOVER"); err != nil {

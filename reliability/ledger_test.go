@@ -15,14 +15,14 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/lua"
 )
 
 // A permit ledger follows every permit of one counting semaphore through what the server ran
 // (its MONITOR feed: each script with its request id or waiter record, and the commands the script
-// made inside) and through what the clients sent and were told (core.SetSendTrace), so that a
+// made inside) and through what the clients sent and were told (send.SetSendTrace), so that a
 // permit missing at the end is named: which acquisition or grant took it, what each send of it was
 // answered, and what, if anything, tried to give it back.
 //
@@ -118,9 +118,9 @@ func startPermitLedger(t *testing.T, addr, name string, permits int64) *permitLe
 	if err := l.monitor(); err != nil {
 		t.Fatal(err)
 	}
-	core.SetSendTrace(l.sent)
+	send.SetSendTrace(l.sent)
 	t.Cleanup(func() {
-		core.SetSendTrace(nil)
+		send.SetSendTrace(nil)
 		l.conn.Close()
 		l.wg.Wait()
 	})

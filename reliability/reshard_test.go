@@ -19,6 +19,7 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/ratelimit"
@@ -45,7 +46,7 @@ func TestSlotMoveUnderContention(t *testing.T) {
 	rdb := tg.Redis(t)
 	opts := []redisync.Option{redisync.WithRecheckInterval(time.Second)}
 	clients := []*redisync.Client{tg.Client(t, opts...), tg.Client(t, opts...), tg.Client(t, opts...)}
-	slot := int(core.Slot(tag))
+	slot := int(send.Slot(tag))
 	const permits, rate = 2, 1000
 	const window = time.Second // the rate limiter's
 	setup := context.Background()
@@ -341,7 +342,7 @@ func must1[T any](v T, err error) T {
 func TestWaitersParkedAcrossSlotMove(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0)
 	tg := &testkit.Target{Name: "cluster", Addrs: cl.Addrs, Servers: cl.Servers()}
-	slot := int(core.Slot(tag))
+	slot := int(send.Slot(tag))
 	for i, how := range []redistest.SlotMove{{PerKey: true}, {}} {
 		t.Run(how.String(), func(t *testing.T) {
 			holder := tg.Client(t, parkedOpts...)
@@ -404,7 +405,7 @@ func rejected(t *testing.T, servers []*redistest.Server, cmd string) int64 {
 // receives the move's outcome.
 func moveSlowly(t *testing.T, cl *redistest.Cluster, pause time.Duration) (done <-chan error) {
 	t.Helper()
-	slot := int(core.Slot(tag))
+	slot := int(send.Slot(tag))
 	from, err := cl.SlotOwner(context.Background(), slot)
 	if err != nil {
 		t.Fatal(err)
@@ -489,7 +490,7 @@ func TestLostReplyResentIntoSlotMove(t *testing.T) {
 	c := tg.Client(t)
 	name := tag + "resent"
 	l := must1(rlock.New(c, name))
-	owner, err := cl.SlotOwner(context.Background(), int(core.Slot(tag)))
+	owner, err := cl.SlotOwner(context.Background(), int(send.Slot(tag)))
 	if err != nil {
 		t.Fatal(err)
 	}

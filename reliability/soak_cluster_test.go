@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -62,7 +62,7 @@ func moveSlots(t *testing.T, ctx context.Context, cl *redistest.Cluster, moving 
 			return
 		case <-time.After(time.Duration(200+rand.IntN(400)) * time.Millisecond):
 		}
-		slot := int(core.Slot(objects[rand.IntN(len(objects))]))
+		slot := int(send.Slot(objects[rand.IntN(len(objects))]))
 		from, err := cl.SlotOwner(context.Background(), slot)
 		if err != nil {
 			continue // a node stalled: the next move

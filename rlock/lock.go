@@ -22,34 +22,11 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/layout"
-	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/reentrant"
 )
 
 // spec is the reentrant lock in Redis: its keys, its scripts, and how its waiters wait.
-var spec = &core.Spec{
-	Kind: "lock",
-	Keys: map[string]string{
-		"counter": layout.Lock.Counter,
-		"waiters": layout.Lock.Waiters,
-		"clients": layout.Lock.Clients,
-		"channel": layout.Lock.Channel,
-		"wake":    layout.Lock.Wake,
-	},
-	Scripts: map[string]*lua.Script{
-		"try":     lua.Load("rlock_try.lua"),
-		"acquire": lua.Load("rlock_acquire.lua"),
-		"release": lua.Load("rlock_release.lua"),
-		"renew":   lua.Load("rlock_renew.lua"),
-		"force":   lua.Load("rlock_force_release.lua"),
-		"leave":   lua.Load("rlock_leave.lua"),
-		"extend":  lua.Load("lock_extend.lua"),
-		"list":    lua.Load("list_client.lua"),
-		"state":   lua.Load("lock_state.lua"),
-	},
-	Policy: pubsub.WakeOne,
-}
+var spec = reentrant.Spec("lock")
 
 // Lock is a distributed reentrant lock on one name. It is cheap to create and safe for concurrent use;
 // two Lock values with the same name on the same Client are the same lock.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -29,20 +30,20 @@ func TestReleaseResent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner, _ := core.OwnerID(inner)
+	owner, _ := hold.OwnerID(inner)
 	field := c.ID() + ":" + strconv.FormatInt(owner, 10)
 	cc := core.Of(c)
 	// The release's KEYS and ARGV, as its header names them.
 	side := cc.SideKeys("resent", "redisson_lock_token", "redisync_lock_waiters", "redisync_lock_clients",
 		"redisson_lock__channel", "redisync_lock__wake:", "redisync_once:")
-	script := spec.Scripts["release"]
+	script := spec.Scripts.Release
 	release := func(rid, held string, resent bool) int64 {
 		t.Helper()
 		s := script
 		if resent {
 			s = s.Resent()
 		}
-		args := []string{field, held, rid, "30000", cc.Value("publish"), cc.Value("numsub")}
+		args := []string{field, held, rid, "30000", cc.Values.Publish, cc.Values.NumSub}
 		n, err := s.Exec(ctx, cc.RDB(), append([]string{"resent"}, side...), args).AsInt64()
 		if err != nil {
 			t.Fatal(err)

@@ -25,13 +25,13 @@ var (
 	readSpec = &core.Spec{
 		Kind: "read lock",
 		Keys: keys,
-		Scripts: map[string]*lua.Script{
-			"acquire": lua.Load("rwlock_read_acquire.lua"),
-			"release": lua.Load("rwlock_read_release.lua"),
-			"renew":   lua.Load("rwlock_read_renew.lua"),
-			"force":   lua.Load("rwlock_force_release.lua"),
-			"extend":  lua.Load("rwlock_read_extend.lua"),
-			"state":   state,
+		Scripts: core.Scripts{
+			Acquire: lua.Load("rwlock_read_acquire.lua"),
+			Release: lua.Load("rwlock_read_release.lua"),
+			Renew:   lua.Load("rwlock_read_renew.lua"),
+			Force:   lua.Load("rwlock_force_release.lua"),
+			Extend:  lua.Load("rwlock_read_extend.lua"),
+			State:   state,
 		},
 		Policy: policy,
 		Shared: true, // readers share, and may release in any order
@@ -39,14 +39,14 @@ var (
 	writeSpec = &core.Spec{
 		Kind: "write lock",
 		Keys: keys,
-		Scripts: map[string]*lua.Script{
-			"acquire": lua.Load("rwlock_write_acquire.lua"),
-			"release": lua.Load("rwlock_write_release.lua"),
-			"renew":   lua.Load("rwlock_write_renew.lua"),
-			"force":   lua.Load("rwlock_force_release.lua"),
-			"leave":   lua.Load("rwlock_withdraw.lua"), // a writer that gives up stops keeping readers out
-			"extend":  lua.Load("rwlock_write_extend.lua"),
-			"state":   state,
+		Scripts: core.Scripts{
+			Acquire: lua.Load("rwlock_write_acquire.lua"),
+			Release: lua.Load("rwlock_write_release.lua"),
+			Renew:   lua.Load("rwlock_write_renew.lua"),
+			Force:   lua.Load("rwlock_force_release.lua"),
+			Leave:   lua.Load("rwlock_withdraw.lua"), // a writer that gives up stops keeping readers out
+			Extend:  lua.Load("rwlock_write_extend.lua"),
+			State:   state,
 		},
 		Policy:  policy,
 		Suffix:  layout.RWLock.WriterSuffix,

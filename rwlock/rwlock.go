@@ -34,6 +34,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/layout"
 )
 
@@ -48,7 +49,7 @@ func (upgradeError) Error() string {
 	return "redisync: the owner holds the read lock, which is never upgraded to the write lock"
 }
 
-func (upgradeError) Is(target error) bool { return target == core.ErrAlreadyHeld }
+func (upgradeError) Is(target error) bool { return target == errs.ErrAlreadyHeld }
 
 const kind = "read-write lock"
 
@@ -95,7 +96,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	}
 	cc := core.Of(c)
 	if cc == nil {
-		return nil, core.Invalid(kind, name, "nil client")
+		return nil, errs.Invalid(kind, name, "nil client")
 	}
 	// A reader that prefers writers lets announced ones go first; a writer announces itself for
 	// twice the recheck interval, renewed at each try.
@@ -103,7 +104,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 	read.Values, write.Values = map[string]string{"policy": "0", "mode": layout.RWLock.Read}, map[string]string{"policy": "0", "mode": layout.RWLock.Write}
 	if o.preferWrite {
 		read.Values["policy"] = "1"
-		recheck, _ := strconv.ParseInt(cc.Value("recheck"), 10, 64)
+		recheck, _ := strconv.ParseInt(cc.Values.Recheck, 10, 64)
 		write.Values["policy"] = strconv.FormatInt(2*recheck, 10)
 	}
 	r, err := core.NewLock(cc, readSpec, name, read)

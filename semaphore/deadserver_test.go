@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -35,13 +36,13 @@ func TestAcquireReturnsWhenServerDiesWhileSubscribing(t *testing.T) {
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := testkit.ReturnsWithin(t, time.Now(), recheck+core.RetryBound+core.Overtime, "Acquire on a server that died", func() error { return <-done })
+	err := testkit.ReturnsWithin(t, time.Now(), recheck+send.RetryBound+send.Overtime, "Acquire on a server that died", func() error { return <-done })
 	if err == nil {
 		t.Fatal("Acquire on a killed server acquired")
 	}
 }
 
-// TestAvailableReturnsOnDeadServer: Available returns an error within core.RetryBound
+// TestAvailableReturnsOnDeadServer: Available returns an error within send.RetryBound
 // on a dead or stalled server, with a ctx that has no deadline.
 func TestAvailableReturnsOnDeadServer(t *testing.T) {
 	for _, fault := range []string{"kill", "SIGSTOP"} {
@@ -67,7 +68,7 @@ func TestAvailableReturnsOnDeadServer(t *testing.T) {
 				queries["Expirable.Available"] = func() error { _, err := exp.Available(context.Background()); return err }
 			}
 			for what, q := range queries {
-				if err := testkit.ReturnsWithin(t, time.Now(), core.RetryBound, what, q); err == nil {
+				if err := testkit.ReturnsWithin(t, time.Now(), send.RetryBound, what, q); err == nil {
 					t.Errorf("%s on a dead server returned no error", what)
 				}
 			}
@@ -91,7 +92,7 @@ func TestParkedAcquireReturnsAtDeadline(t *testing.T) {
 					func(ctx context.Context, wait time.Duration) error { return sem.TryAcquire(ctx, 1, wait) })
 				oneRecord(t, tg, "parked")
 				resume := testkit.Stall(t, tg.Servers[0], how)
-				err := testkit.ReturnsWithin(t, start, deadline+2*core.Overtime, "a parked Acquire", func() error { return <-done })
+				err := testkit.ReturnsWithin(t, start, deadline+2*send.Overtime, "a parked Acquire", func() error { return <-done })
 				if want := testkit.BoundedErr(bound); !errors.Is(err, want) {
 					t.Fatalf("parked Acquire: %v, want %v", err, want)
 				}
@@ -120,7 +121,7 @@ func TestFreshClientAcquireReturnsAtBound(t *testing.T) {
 	resume := testkit.Stall(t, tg.Servers[0], "SIGSTOP")
 	defer resume()
 	start := time.Now()
-	err := testkit.ReturnsWithin(t, start, wait+2*core.Overtime, "a fresh Client's TryAcquire", func() error {
+	err := testkit.ReturnsWithin(t, start, wait+2*send.Overtime, "a fresh Client's TryAcquire", func() error {
 		return sem.TryAcquire(context.Background(), 1, wait)
 	})
 	if err == nil {

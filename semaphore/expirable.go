@@ -11,7 +11,11 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/layout"
+	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -65,7 +69,7 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 	e := &Expirable{c: cc, name: name, lease: o.lease}
 	ms, err := leaseMs(e.lease)
 	if err != nil {
-		return nil, core.Errorf(expirableKind, name, err)
+		return nil, errs.Errorf(expirableKind, name, err)
 	}
 	e.leaseMs = ms
 	side := cc.SideKeys(name, layout.Expirable.Permits, layout.Memo)
@@ -76,10 +80,10 @@ func NewExpirable(c *redisync.Client, name string, opts ...Option) (*Expirable, 
 // leaseMs checks a lease and turns it into the scripts' milliseconds ("0": never expires).
 func leaseMs(d time.Duration) (string, error) {
 	if d < 0 {
-		return "", fmt.Errorf("%w: negative lease %v", core.ErrInvalidArgument, d)
+		return "", fmt.Errorf("%w: negative lease %v", errs.ErrInvalidArgument, d)
 	}
 	if d > 0 && d < time.Millisecond {
-		return "", fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", core.ErrInvalidArgument, d)
+		return "", fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", errs.ErrInvalidArgument, d)
 	}
 	return strconv.FormatInt(d.Milliseconds(), 10), nil
 }
@@ -101,7 +105,7 @@ func (e *Expirable) Acquire(ctx context.Context, n int64) ([]string, error) {
 // not taken within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier.
 func (e *Expirable) TryAcquire(ctx context.Context, n int64, wait time.Duration) ([]string, error) {
 	if wait < 0 {
-		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
+		return nil, errs.Invalid(expirableKind, e.name, "negative wait %v", wait)
 	}
 	return e.acquire(ctx, n, wait, e.leaseMs)
 }
@@ -112,7 +116,7 @@ func (e *Expirable) TryAcquire(ctx context.Context, n int64, wait time.Duration)
 func (e *Expirable) AcquireFor(ctx context.Context, n int64, lease time.Duration) ([]string, error) {
 	ms, err := leaseMs(lease)
 	if err != nil {
-		return nil, core.Errorf(expirableKind, e.name, err)
+		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	return e.acquire(ctx, n, -1, ms)
 }
@@ -121,11 +125,11 @@ func (e *Expirable) AcquireFor(ctx context.Context, n int64, lease time.Duration
 // tryAcquire(permits, waitTime, leaseTime, unit)): see AcquireFor.
 func (e *Expirable) TryAcquireFor(ctx context.Context, n int64, wait, lease time.Duration) ([]string, error) {
 	if wait < 0 {
-		return nil, core.Invalid(expirableKind, e.name, "negative wait %v", wait)
+		return nil, errs.Invalid(expirableKind, e.name, "negative wait %v", wait)
 	}
 	ms, err := leaseMs(lease)
 	if err != nil {
-		return nil, core.Errorf(expirableKind, e.name, err)
+		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	return e.acquire(ctx, n, wait, ms)
 }
@@ -133,10 +137,10 @@ func (e *Expirable) TryAcquireFor(ctx context.Context, n int64, wait, lease time
 // acquire takes n permits with a lease of leaseMs, waiting at most wait (< 0: without bound).
 func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, leaseMs string) ([]string, error) {
 	if ctx == nil {
-		return nil, core.Invalid(expirableKind, e.name, "nil context")
+		return nil, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if n < 0 || n > MaxAcquire {
-		return nil, core.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
+		return nil, errs.Invalid(expirableKind, e.name, "%d permits: want 0 to %d", n, MaxAcquire)
 	}
 	if n == 0 {
 		err := context.Cause(ctx)
@@ -144,7 +148,7 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 			err = e.c.Closed()
 		}
 		if err != nil {
-			return nil, core.Errorf(expirableKind, e.name, err)
+			return nil, errs.Errorf(expirableKind, e.name, err)
 		}
 		return []string{}, nil
 	}
@@ -155,9 +159,9 @@ func (e *Expirable) acquire(ctx context.Context, n int64, wait time.Duration, le
 	for i := range ids {
 		ids[i] = string(raw[16*i : 16*(i+1)])
 	}
-	a.args = append([]string{"acquire", e.c.Value("publish"), e.c.RequestID(), leaseMs}, ids...)
-	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, core.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
-		return nil, core.Errorf(expirableKind, e.name, err)
+	a.args = append([]string{"acquire", e.c.Values.Publish, e.c.RequestID(), leaseMs}, ids...)
+	if _, err := e.c.Acquire(ctx, expirableKind, e.name, wait, waiting.Wait{Channel: e.keys[2], Weight: n, Policy: wake, Tries: a}); err != nil {
+		return nil, errs.Errorf(expirableKind, e.name, err)
 	}
 	for i, id := range ids {
 		ids[i] = hex.EncodeToString([]byte(id))
@@ -174,8 +178,8 @@ type expirableAcquisition struct {
 }
 
 // Try sends one try.
-func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, error) {
-	reply, notReplicated := a.e.c.SendAcquiring(ctx, expirableScript, a.e.keys, a.args)
+func (a *expirableAcquisition) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
+	reply, notReplicated := a.e.c.SendAcquiring(ctx, within, expirableScript, a.e.keys, a.args)
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -184,7 +188,7 @@ func (a *expirableAcquisition) Try(ctx context.Context) (bool, time.Duration, er
 	case 1:
 		return true, 0, notReplicated // Acquire gives it back when it was not replicated
 	case 2:
-		return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", core.ErrInvalidArgument, a.n, res[1])
+		return false, 0, fmt.Errorf("%w: %d permits asked for, the semaphore has %d in all", errs.ErrInvalidArgument, a.n, res[1])
 	}
 	// Wait at most until the earliest lease ends; a millisecond more, so that it has.
 	return false, retryIn(res[1]), nil
@@ -208,15 +212,15 @@ func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context
 		if ids, err = e.Acquire(ctx, n); err != nil || e.lease == 0 {
 			return ctx, err
 		}
-		lost := core.Errorf(expirableKind, e.name, fmt.Errorf("%w: lease of %v ended", core.ErrLost, e.lease))
-		ctx, stop = context.WithDeadlineCause(ctx, start.Add(e.lease-core.Drift(e.lease)), lost)
+		lost := errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: lease of %v ended", errs.ErrLost, e.lease))
+		ctx, stop = context.WithDeadlineCause(ctx, start.Add(e.lease-hold.Drift(e.lease)), lost)
 		return ctx, nil
 	}
 	release := func(held context.Context) error {
-		lost := errors.Is(context.Cause(held), core.ErrLost)
+		lost := errors.Is(context.Cause(held), errs.ErrLost)
 		stop()
 		err := e.Release(held, ids...)
-		if lost && errors.Is(err, core.ErrNotHeld) {
+		if lost && errors.Is(err, errs.ErrNotHeld) {
 			return nil // back in the pool already: Do returns the loss
 		}
 		return err
@@ -230,11 +234,11 @@ func (e *Expirable) Do(ctx context.Context, n int64, fn func(ctx context.Context
 // does nothing and sends nothing.
 func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	if ctx == nil {
-		return core.Invalid(expirableKind, e.name, "nil context")
+		return errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if len(ids) == 0 {
 		if err := e.c.Closed(); err != nil {
-			return core.Errorf(expirableKind, e.name, err)
+			return errs.Errorf(expirableKind, e.name, err)
 		}
 		return nil
 	}
@@ -243,20 +247,20 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 	for i, id := range ids {
 		r, err := decodeID(id)
 		if err != nil {
-			return core.Errorf(expirableKind, e.name, err)
+			return errs.Errorf(expirableKind, e.name, err)
 		}
 		if seen[r] {
-			return core.Invalid(expirableKind, e.name, "permit %s listed twice", id)
+			return errs.Invalid(expirableKind, e.name, "permit %s listed twice", id)
 		}
 		seen[r] = true
 		raw[i] = r
 	}
 	bad, err := e.release(context.WithoutCancel(ctx), raw)
 	if err != nil {
-		return core.Errorf(expirableKind, e.name, err)
+		return errs.Errorf(expirableKind, e.name, err)
 	}
 	if bad > 0 {
-		return core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, ids[bad-1]))
+		return errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", errs.ErrNotHeld, ids[bad-1]))
 	}
 	return nil
 }
@@ -266,7 +270,7 @@ func (e *Expirable) Release(ctx context.Context, ids ...string) error {
 // nothing and reports true.
 func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error) {
 	err := e.Release(ctx, ids...)
-	if errors.Is(err, core.ErrNotHeld) {
+	if errors.Is(err, errs.ErrNotHeld) {
 		return false, nil
 	}
 	return err == nil, err
@@ -275,7 +279,7 @@ func (e *Expirable) TryRelease(ctx context.Context, ids ...string) (bool, error)
 // release runs the release of raw ids; it returns the 1-based position of an id that is not
 // acquired, or 0 when every id was released.
 func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
-	args := append([]string{"release", e.c.Value("publish"), e.c.RequestID()}, raw...)
+	args := append([]string{"release", e.c.Values.Publish, e.c.RequestID()}, raw...)
 	res, err := e.c.Send(context.WithoutCancel(ctx), expirableScript, e.keys, args).AsIntSlice()
 	if err != nil {
 		return 0, err
@@ -291,10 +295,10 @@ func (e *Expirable) release(ctx context.Context, raw []string) (int64, error) {
 // released, or it never existed).
 func (e *Expirable) UpdateLease(ctx context.Context, id string, d time.Duration) error {
 	if ctx == nil {
-		return core.Invalid(expirableKind, e.name, "nil context")
+		return errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if err := e.updateLease(ctx, id, d); err != nil {
-		return core.Errorf(expirableKind, e.name, err)
+		return errs.Errorf(expirableKind, e.name, err)
 	}
 	return nil
 }
@@ -308,7 +312,7 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 	if err != nil {
 		return err
 	}
-	reply, notReplicated := e.c.SendAcquiring(ctx, expirableScript, e.keys, []string{"lease", e.c.Value("publish"), "", ms, raw})
+	reply, notReplicated := e.c.SendAcquiring(ctx, send.Bounds{}, expirableScript, e.keys, []string{"lease", e.c.Values.Publish, "", ms, raw})
 	if notReplicated != nil {
 		return notReplicated // the lease stands, but a failover could lose the new one
 	}
@@ -317,7 +321,7 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id)
+		return fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", errs.ErrNotHeld, id)
 	}
 	return nil
 }
@@ -328,18 +332,18 @@ func (e *Expirable) updateLease(ctx context.Context, id string, d time.Duration)
 // existed).
 func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, error) {
 	if ctx == nil {
-		return 0, core.Invalid(expirableKind, e.name, "nil context")
+		return 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	raw, err := decodeID(id)
 	if err != nil {
-		return 0, core.Errorf(expirableKind, e.name, err)
+		return 0, errs.Errorf(expirableKind, e.name, err)
 	}
-	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.Value("publish"), "", raw}).AsInt64()
+	ms, err := e.c.Send(ctx, expirableScript, e.keys, []string{"left", e.c.Values.Publish, "", raw}).AsInt64()
 	switch {
 	case err != nil:
-		return 0, core.Errorf(expirableKind, e.name, err)
+		return 0, errs.Errorf(expirableKind, e.name, err)
 	case ms == -2:
-		return 0, core.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", core.ErrNotHeld, id))
+		return 0, errs.Errorf(expirableKind, e.name, fmt.Errorf("%w: permit %s is not acquired (expired, released or unknown)", errs.ErrNotHeld, id))
 	case ms < 0:
 		return -1, nil
 	}
@@ -350,7 +354,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id string) (time.Duration, er
 func decodeID(id string) (string, error) {
 	b, err := hex.DecodeString(id)
 	if err != nil || len(b) != 16 {
-		return "", fmt.Errorf("%w: permit id %q: want 32 hex digits", core.ErrInvalidArgument, id)
+		return "", fmt.Errorf("%w: permit id %q: want 32 hex digits", errs.ErrInvalidArgument, id)
 	}
 	return string(b), nil
 }
@@ -376,11 +380,11 @@ func (e *Expirable) Permits(ctx context.Context) (int64, error) {
 
 func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error) {
 	if ctx == nil {
-		return 0, 0, core.Invalid(expirableKind, e.name, "nil context")
+		return 0, 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
-	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.Value("publish"), ""}).AsIntSlice()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{"count", e.c.Values.Publish, ""}).AsIntSlice()
 	if err != nil {
-		return 0, 0, core.Errorf(expirableKind, e.name, err)
+		return 0, 0, errs.Errorf(expirableKind, e.name, err)
 	}
 	return res[0], res[1], nil
 }
@@ -389,7 +393,7 @@ func (e *Expirable) count(ctx context.Context) (avail, acquired int64, err error
 // which may be negative until enough are released. Waiters are woken when the count allows.
 func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
-		return core.Invalid(expirableKind, e.name, "negative permits %d", n)
+		return errs.Invalid(expirableKind, e.name, "negative permits %d", n)
 	}
 	_, err := e.adjust(ctx, "set", n)
 	return err
@@ -399,7 +403,7 @@ func (e *Expirable) SetPermits(ctx context.Context, n int64) error {
 // was, or it was deleted or its TTL ended. It reports whether it set them.
 func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
-		return false, core.Invalid(expirableKind, e.name, "negative permits %d", n)
+		return false, errs.Invalid(expirableKind, e.name, "negative permits %d", n)
 	}
 	ok, err := e.adjust(ctx, "tryset", n)
 	return ok == 1, err
@@ -409,7 +413,7 @@ func (e *Expirable) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // n == 0 is refused: it would only create the key, which makes TrySetPermits fail.
 func (e *Expirable) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
-		return core.Invalid(expirableKind, e.name, "adding 0 permits")
+		return errs.Invalid(expirableKind, e.name, "adding 0 permits")
 	}
 	_, err := e.adjust(ctx, "add", n)
 	return err
@@ -417,12 +421,12 @@ func (e *Expirable) AddPermits(ctx context.Context, n int64) error {
 
 func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, error) {
 	if ctx == nil {
-		return 0, core.Invalid(expirableKind, e.name, "nil context")
+		return 0, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
-	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.Value("publish"), rid, itoa(n)}).AsInt64()
+	res, err := e.c.Send(ctx, expirableScript, e.keys, []string{op, e.c.Values.Publish, rid, itoa(n)}).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(expirableKind, e.name, err)
+		return 0, errs.Errorf(expirableKind, e.name, err)
 	}
 	e.c.DeleteLater(e.keys[3] + rid)
 	return res, nil
@@ -433,12 +437,12 @@ func (e *Expirable) adjust(ctx context.Context, op string, n int64) (int64, erro
 // end with it: releasing them answers redisync.ErrNotHeld. As in Redisson, nobody is told.
 func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(expirableKind, e.name, "nil context")
+		return false, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	rid := e.c.RequestID()
-	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.Value("publish"), rid}).AsInt64()
+	n, err := e.c.Send(ctx, expirableScript, e.keys, []string{"delete", e.c.Values.Publish, rid}).AsInt64()
 	if err != nil {
-		return false, core.Errorf(expirableKind, e.name, err)
+		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	e.c.DeleteLater(e.keys[3] + rid)
 	return n > 0, nil
@@ -449,15 +453,15 @@ func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 // TTL that is left.
 func (e *Expirable) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(expirableKind, e.name, "nil context")
+		return false, errs.Invalid(expirableKind, e.name, "nil context")
 	}
 	if err := checkTTL(ttl); err != nil {
-		return false, core.Errorf(expirableKind, e.name, err)
+		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.Value("publish"), "", ms}).AsBool()
+	ok, err := e.c.Send(ctx, expirableScript, e.keys, []string{"expire", e.c.Values.Publish, "", ms}).AsBool()
 	if err != nil {
-		return false, core.Errorf(expirableKind, e.name, err)
+		return false, errs.Errorf(expirableKind, e.name, err)
 	}
 	return ok, nil
 }

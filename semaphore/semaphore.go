@@ -41,7 +41,10 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/layout"
+	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -94,10 +97,10 @@ func New(c *redisync.Client, name string) (*Semaphore, error) {
 		layout.Semaphore.Grants, layout.Memo)
 	s.keys = [7]string{name, s.channel, side[0], side[1], side[2], side[3], side[4]}
 	s.tryKeys = [5]string{name, side[0], side[1], side[3], side[4]}
-	s.wake = s.keys[4] + s.c.Value("client")
+	s.wake = s.keys[4] + s.c.Values.Client
 	// Subscriber counts cannot be trusted on a cluster with classic Pub/Sub, and an acquisition that
 	// must wait for the replicas needs a try of its own: there a release only announces the count.
-	s.windowMs = s.c.Value("window")
+	s.windowMs = s.c.Values.Window
 	return s, nil
 }
 
@@ -120,7 +123,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // Expire gives it another TTL. ttl must be at least a millisecond.
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
 	if err := checkTTL(ttl); err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	return s.trySet(ctx, n, ttl)
 }
@@ -130,10 +133,10 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 		return false, err
 	}
 	rid := s.c.RequestID()
-	args := []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), itoa(ttl.Milliseconds()), rid}
+	args := []string{itoa(n), s.c.Values.Publish, s.c.Values.NumSub, itoa(ttl.Milliseconds()), rid}
 	ok, err := s.c.Send(ctx, trySetScript, s.keys[:], args).AsBool()
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + rid)
 	return ok, nil
@@ -144,10 +147,10 @@ func (s *Semaphore) trySet(ctx context.Context, n int64, ttl time.Duration) (boo
 // refused: it would only create the key, which makes TrySetPermits fail.
 func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if ctx == nil {
-		return core.Invalid(kind, s.name, "nil context")
+		return errs.Invalid(kind, s.name, "nil context")
 	}
 	if n == 0 {
-		return core.Invalid(kind, s.name, "adding 0 permits")
+		return errs.Invalid(kind, s.name, "adding 0 permits")
 	}
 	return s.add(ctx, n)
 }
@@ -169,7 +172,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // not taken within wait; with wait 0 it tries once and does not wait. ctx may end the wait earlier.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, wait time.Duration) error {
 	if wait < 0 {
-		return core.Invalid(kind, s.name, "negative wait %v", wait)
+		return errs.Invalid(kind, s.name, "negative wait %v", wait)
 	}
 	return s.acquire(ctx, n, wait)
 }
@@ -180,24 +183,24 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	}
 	if n == 0 {
 		if err := context.Cause(ctx); err != nil {
-			return core.Errorf(kind, s.name, err)
+			return errs.Errorf(kind, s.name, err)
 		}
 		return nil
 	}
 	a := &acquisition{s: s, n: n}
 	// Tries record nothing until the wait starts to listen (Tag): an Acquire that succeeds at its
 	// first try, the usual case, sends and builds no record.
-	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Value("client"), argLinger: lingerMs,
+	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Values.Client, argLinger: lingerMs,
 		argRid: s.c.RequestID()}
-	w := core.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
+	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
 	if _, err := s.c.Acquire(ctx, kind, s.name, wait, w); err != nil {
 		if member, rid := a.args[argRecord], a.args[argRid]; member != "" {
-			s.forget(core.Overtime, member, rid)
+			s.forget(send.Overtime, member, rid)
 		}
-		return core.Errorf(kind, s.name, err)
+		return errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + a.args[argRid]) // the try's memo
 	return nil
@@ -223,9 +226,9 @@ type acquisition struct {
 }
 
 // Try sends one try.
-func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
+func (a *acquisition) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
 	s := a.s
-	reply, notReplicated := s.c.SendAcquiring(ctx, acquireScript, s.tryKeys[:], a.args[:])
+	reply, notReplicated := s.c.SendAcquiring(ctx, within, acquireScript, s.tryKeys[:], a.args[:])
 	res, err := reply.AsIntSlice()
 	if err != nil {
 		return false, 0, err
@@ -246,7 +249,7 @@ func (a *acquisition) Try(ctx context.Context) (bool, time.Duration, error) {
 func (a *acquisition) Undo(ctx context.Context, sure bool) {
 	s := a.s
 	memo := s.keys[6] + a.args[argRid]
-	args := []string{itoa(a.n), s.c.Value("publish"), s.c.Value("numsub"), "1", a.args[argRid]}
+	args := []string{itoa(a.n), s.c.Values.Publish, s.c.Values.NumSub, "1", a.args[argRid]}
 	if sure && s.c.Send(context.WithoutCancel(ctx), addScript.Undo(), s.keys[:], args).Error() == nil {
 		s.c.DeleteLater(memo)
 		return
@@ -273,10 +276,10 @@ func (a *acquisition) Tag() string {
 }
 
 // Claim takes the permits that a release took for this waiter, if it did so after the waiter's last
-// try (see core.GrantFor), and has the grant deleted, which only a later try or a give-back would
+// try (see waiting.GrantFor), and has the grant deleted, which only a later try or a give-back would
 // read: soon, batched with other deletes of the Client, and off the waiter's path.
 func (a *acquisition) Claim(payload string) bool {
-	if _, ok := core.GrantFor(payload, a.score); !ok {
+	if _, ok := waiting.GrantFor(payload, a.score); !ok {
 		return false
 	}
 	a.s.c.DeleteLater(a.s.keys[5], a.args[argRecord])
@@ -292,7 +295,7 @@ func (a *acquisition) Stray(member, _ string) { a.s.forget(0, member, "") }
 // Redis has run it (core.Client.CleanUp), and waited for up to wait: permits handed to a waiter that
 // is gone come back once it lands.
 func (s *Semaphore) forget(wait time.Duration, member, rid string) {
-	s.c.CleanUp(wait, forgetScript, s.keys[:], []string{member, s.c.Value("publish"), s.c.Value("numsub"), rid}, nil)
+	s.c.CleanUp(wait, forgetScript, s.keys[:], []string{member, s.c.Values.Publish, s.c.Values.NumSub, rid}, nil)
 }
 
 // Release gives back n permits and hands them to as many waiters as they can serve (see the package
@@ -329,7 +332,7 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 		flag = "1"
 	}
 	rid := s.c.RequestID()
-	err := s.c.Send(context.WithoutCancel(ctx), addScript, s.keys[:], []string{itoa(n), s.c.Value("publish"), s.c.Value("numsub"), flag, rid}).Error()
+	err := s.c.Send(context.WithoutCancel(ctx), addScript, s.keys[:], []string{itoa(n), s.c.Values.Publish, s.c.Values.NumSub, flag, rid}).Error()
 	if err == nil || rueidis.IsRedisNil(err) {
 		s.c.DeleteLater(s.keys[6] + rid)
 	}
@@ -337,7 +340,7 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 		return false, nil
 	}
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	return true, nil
 }
@@ -348,12 +351,12 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 // tracked: a Release adds them to a new count (ReleaseIfExists does not).
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, s.name, "nil context")
+		return false, errs.Invalid(kind, s.name, "nil context")
 	}
 	rid := s.c.RequestID()
 	ok, err := s.c.Send(ctx, deleteScript, s.keys[:], []string{rid}).AsBool()
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + rid)
 	return ok, nil
@@ -363,14 +366,14 @@ func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 // (a semaphore that was never set has nothing to expire). ttl must be at least a millisecond.
 func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error) {
 	if ctx == nil {
-		return false, core.Invalid(kind, s.name, "nil context")
+		return false, errs.Invalid(kind, s.name, "nil context")
 	}
 	if err := checkTTL(ttl); err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	ok, err := s.c.Send(ctx, expireScript, []string{s.name}, []string{itoa(ttl.Milliseconds())}).AsBool()
 	if err != nil {
-		return false, core.Errorf(kind, s.name, err)
+		return false, errs.Errorf(kind, s.name, err)
 	}
 	return ok, nil
 }
@@ -379,7 +382,7 @@ func (s *Semaphore) Expire(ctx context.Context, ttl time.Duration) (bool, error)
 // none (PEXPIRE would delete the key at once).
 func checkTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: time to live %v: want at least 1ms", core.ErrInvalidArgument, ttl)
+		return fmt.Errorf("%w: time to live %v: want at least 1ms", errs.ErrInvalidArgument, ttl)
 	}
 	return nil
 }
@@ -388,11 +391,11 @@ func checkTTL(ttl time.Duration) error {
 // more than were available.
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	if ctx == nil {
-		return 0, core.Invalid(kind, s.name, "nil context")
+		return 0, errs.Invalid(kind, s.name, "nil context")
 	}
 	n, err := s.c.QueryScript(ctx, countScript, []string{s.name}, nil).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
-		return 0, core.Errorf(kind, s.name, err)
+		return 0, errs.Errorf(kind, s.name, err)
 	}
 	return n, nil
 }
@@ -402,12 +405,12 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // the negative count is what Drain returns.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if ctx == nil {
-		return 0, core.Invalid(kind, s.name, "nil context")
+		return 0, errs.Invalid(kind, s.name, "nil context")
 	}
 	rid := s.c.RequestID()
 	n, err := s.c.Send(ctx, drainScript, []string{s.name, s.keys[6]}, []string{rid}).AsInt64()
 	if err != nil {
-		return 0, core.Errorf(kind, s.name, err)
+		return 0, errs.Errorf(kind, s.name, err)
 	}
 	s.c.DeleteLater(s.keys[6] + rid)
 	return n, nil
@@ -425,13 +428,13 @@ func (s *Semaphore) Do(ctx context.Context, n int64, fn func(ctx context.Context
 // (those that would send nothing too).
 func (s *Semaphore) check(ctx context.Context, n, least int64) error {
 	if ctx == nil {
-		return core.Invalid(kind, s.name, "nil context")
+		return errs.Invalid(kind, s.name, "nil context")
 	}
 	if n < least {
-		return core.Invalid(kind, s.name, "%d permits: want at least %d", n, least)
+		return errs.Invalid(kind, s.name, "%d permits: want at least %d", n, least)
 	}
 	if err := s.c.Closed(); err != nil {
-		return core.Errorf(kind, s.name, err)
+		return errs.Errorf(kind, s.name, err)
 	}
 	return nil
 }

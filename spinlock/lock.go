@@ -22,34 +22,12 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
-	"github.com/redisync/redisync/internal/layout"
-	"github.com/redisync/redisync/lua"
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/reentrant"
 )
 
-// spec is rlock's: the same keys and scripts, so that it is the same lock in Redis. A spinning
-// waiter sends only the first try's script ("try"), which records no waiter.
-var spec = &core.Spec{
-	Kind: "spin lock",
-	Keys: map[string]string{
-		"counter": layout.Lock.Counter,
-		"waiters": layout.Lock.Waiters,
-		"clients": layout.Lock.Clients,
-		"channel": layout.Lock.Channel,
-		"wake":    layout.Lock.Wake,
-	},
-	Scripts: map[string]*lua.Script{
-		"try":     lua.Load("rlock_try.lua"),
-		"acquire": lua.Load("rlock_acquire.lua"),
-		"release": lua.Load("rlock_release.lua"),
-		"renew":   lua.Load("rlock_renew.lua"),
-		"force":   lua.Load("rlock_force_release.lua"),
-		"leave":   lua.Load("rlock_leave.lua"),
-		"extend":  lua.Load("lock_extend.lua"),
-		"state":   lua.Load("lock_state.lua"),
-	},
-	Policy: pubsub.WakeOne,
-}
+// spec is rlock's: the same keys and scripts, so that it is the same lock in Redis.
+var spec = reentrant.Spec("spin lock")
 
 // Lock is a distributed reentrant spin lock on one name. It is cheap to create and safe for
 // concurrent use; two Lock values with the same name on the same Client are the same lock, and so
@@ -93,7 +71,7 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	}
 	var err error
 	if o.Backoff, err = policy(o.backoff); err != nil {
-		return nil, core.Invalid(spec.Kind, name, "%v", err)
+		return nil, errs.Invalid(spec.Kind, name, "%v", err)
 	}
 	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
 	if err != nil {

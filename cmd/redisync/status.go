@@ -11,16 +11,16 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // statusOf is the tool's exit status for an error from Redis or on the way to it, the same in
 // every subcommand: retry loops can tell a server that is down or stalled (69) from data that is
 // not what the command expects (65) and from a user that lacks a permission or a password (77),
 // which no retry will fix. The library's errors say which by their sentinel; Redis's own, from the
-// tool's direct reads and from connecting, are read the library's way (core.Refusal) first.
+// tool's direct reads and from connecting, are read the library's way (errs.Refusal) first.
 func statusOf(err error) int {
-	err = core.Refusal("", err)
+	err = errs.Refusal("", err)
 	switch {
 	case errors.Is(err, redisync.ErrNoPermission):
 		return exitNoPerm

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // TestStatusOf: the exit status follows the library's sentinels (errors.Is), whatever the words of
@@ -16,10 +16,10 @@ func TestStatusOf(t *testing.T) {
 		err  error
 		want int
 	}{
-		{core.Errorf("lock", "stock", redisync.ErrWrongType), exitDataErr},
-		{core.Errorf("lock", "stock", redisync.ErrNoPermission), exitNoPerm},
-		{core.Errorf("lock", "stock", fmt.Errorf("%w: waited 1s", redisync.ErrNotAcquired)), exitNotAcquired},
-		{core.Errorf("lock", "stock", redisync.ErrRefused), exitUnavailable},
+		{errs.Errorf("lock", "stock", redisync.ErrWrongType), exitDataErr},
+		{errs.Errorf("lock", "stock", redisync.ErrNoPermission), exitNoPerm},
+		{errs.Errorf("lock", "stock", fmt.Errorf("%w: waited 1s", redisync.ErrNotAcquired)), exitNotAcquired},
+		{errs.Errorf("lock", "stock", redisync.ErrRefused), exitUnavailable},
 		{errors.New("dial tcp: the NOPERM-proxy host is not a number"), exitUnavailable},
 	} {
 		if got := statusOf(c.err); got != c.want {

@@ -199,9 +199,9 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 var groupSpec = &core.Spec{
 	Kind: "group lock",
 	Keys: map[string]string{"channel": layout.Group.Channel},
-	Scripts: map[string]*lua.Script{
-		"acquire": lua.Load("grouplock_acquire.lua"),
-		"force":   lua.Load("grouplock_force_release.lua"),
+	Scripts: core.Scripts{
+		Acquire: lua.Load("grouplock_acquire.lua"),
+		Force:   lua.Load("grouplock_force_release.lua"),
 	},
 	Policy: pubsub.WakeAll,
 }

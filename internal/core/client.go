@@ -9,14 +9,15 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -44,46 +45,36 @@ type Config struct {
 	// Logger receives what would otherwise pass silently; nil means slog.Default().
 	Logger *slog.Logger
 	// Events, when set, receives every event, on the goroutine where it happens.
-	Events func(Event)
+	Events func(hold.Event)
+	// Conns, when set, is how the rueidis client dials: the holds are checked when a connection ends.
+	Conns *hold.ConnWatch
 	// NameMapper, when set, maps every object name before keys and channels are built from it.
 	NameMapper func(string) string
 }
 
-func (c *Config) logger() *slog.Logger {
-	if c.Logger != nil {
-		return c.Logger
-	}
-	return slog.Default()
-}
-
 // Client is one connection to Redis with its identity, its notifier, its watchdog and its holds.
 type Client struct {
+	*send.Sender
+	*waiting.Waiter
 	rdb      rueidis.Client
-	ownsRDB  bool
 	cluster  bool
 	id       string
 	cfg      Config
 	notifier *pubsub.Notifier
-	watchdog *watchdog
-	replicas replicaCache
-	deletes  deletes
+	holds    *hold.Holds
+	ev       hold.Events
 	listings listings
 
-	// The scripts' ways to publish and to count a channel's subscribers: PUBLISH and PUBSUB NUMSUB,
-	// or their sharded forms on a Redis 7+ cluster. counts is false where a count cannot be trusted
-	// (classic Pub/Sub on a cluster counts the subscribers of one node only).
-	publish, numsub string
-	counts          bool
+	// Values are what every script of this Client is given.
+	Values Values
+	// counts is false where a count of a channel's subscribers cannot be trusted (classic Pub/Sub on
+	// a cluster counts the subscribers of one node only).
+	counts bool
 
-	requests atomic.Uint64
+	tags atomic.Uint64 // numbers waiters' tags
 
 	watchdogMs, windowMs string // the default lease and the wait window, as scripts take them
 
-	mu     sync.Mutex
-	holds  map[holdID]*hold
-	closed bool
-	done   chan struct{}
-	wg     sync.WaitGroup // calls finishing in the background (once.go)
 }
 
 // New wraps rdb. When owns is true, Close closes rdb too.
@@ -103,28 +94,31 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		}
 		sharded = v >= 7
 	}
+	id := uuid.NewString()
 	c := &Client{
+		Sender:  send.New(rdb, owns, id, cfg.ReplicaAck, cfg.ReplicaAckTimeout),
 		rdb:     rdb,
-		ownsRDB: owns,
 		cluster: cluster,
-		id:      uuid.NewString(),
+		id:      id,
 		cfg:     cfg,
-		publish: "publish",
-		numsub:  "numsub",
 		counts:  !cluster || sharded,
-		holds:   make(map[holdID]*hold),
-		done:    make(chan struct{}),
-	}
-	if sharded {
-		c.publish, c.numsub = "spublish", "shardnumsub"
+		ev:      hold.Events{Func: cfg.Events, Logger: cfg.Logger},
 	}
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
+	c.Values = Values{Publish: "publish", NumSub: "numsub", Window: c.windowMs, Client: id, Recheck: ms(cfg.Recheck)}
+	if sharded {
+		c.Values.Publish, c.Values.NumSub = "spublish", "shardnumsub"
+	}
+	if !c.counts {
+		c.Values.NumSub, c.Values.Window = "", "0"
+	}
 	c.notifier = pubsub.New(rdb, sharded)
 	c.notifier.OnReconnect(c.reconnected)
-	renew := func(ctx context.Context, s *lua.Script, keys, args []string, acked bool, bound time.Duration) rueidis.RedisResult {
-		return c.send(ctx, s, keys, args, acked, bound)
+	c.Waiter = waiting.New(c.Sender, c.notifier, &c.ev, cfg.Recheck, cfg.StallBound)
+	c.holds = hold.New(c.Sender, &c.ev, cfg.WatchdogTimeout, cluster)
+	if cfg.Conns != nil {
+		cfg.Conns.Attach(c.holds)
 	}
-	c.watchdog = newWatchdog(renew, c.renewalFailed, cfg.WatchdogTimeout, cluster)
 	return c, nil
 }
 
@@ -152,70 +146,21 @@ func serverMajorVersion(rdb rueidis.Client) (int, error) {
 // so they expire within one watchdog timeout (or at the end of their fixed lease), and their holders'
 // contexts end with ErrClosed. Calls finishing in the background get flushBound more.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.Shut() {
 		return nil
 	}
-	c.closed = true
-	close(c.done)
-	all := make([]*hold, 0, len(c.holds))
-	for _, h := range c.holds {
-		all = append(all, h)
-	}
-	c.mu.Unlock()
-	c.watchdog.close()
-	for _, h := range all {
-		h.end(ErrClosed)
-	}
+	c.holds.Close()
 	c.notifier.Close()
-	c.closeDeletes()
-	finished := make(chan struct{})
-	go func() { c.wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(flushBound):
-	}
-	if c.ownsRDB {
-		c.rdb.Close() // fails what is still in flight at once
-	}
-	<-finished
+	c.Drain()
 	return nil
 }
-
-// RDB returns the rueidis client.
-func (c *Client) RDB() rueidis.Client { return c.rdb }
 
 // Notifier returns the client's notifier.
 func (c *Client) Notifier() *pubsub.Notifier { return c.notifier }
 
-// Closed returns ErrClosed once Close was called, else nil: what a call that sends nothing (a
-// no-op, such as releasing 0 permits) answers after Close, as every other call does.
-func (c *Client) Closed() error {
-	if c.isClosed() {
-		return ErrClosed
-	}
-	return nil
-}
-
-// closed reports whether Close was called.
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // Pending returns how many holds this client records and how many of them the watchdog renews:
 // after the last release, and what finishes in the background after it, both are 0 (leak checks).
-func (c *Client) Pending() (holds, renewals int) {
-	c.mu.Lock()
-	holds = len(c.holds)
-	c.mu.Unlock()
-	return holds, c.watchdog.len()
-}
+func (c *Client) Pending() (holds, renewals int) { return c.holds.Pending() }
 
 // waitWindow is how long a waiter's record in Redis says it will keep waiting without trying again:
 // twice the recheck interval, the longest a live waiter goes without a try.
@@ -229,71 +174,43 @@ func (c *Client) leaseMs(lease time.Duration) string {
 	return ms(lease)
 }
 
-// Value returns what every script of this Client is given under name:
-//   - "publish": the command scripts publish with, PUBLISH, or SPUBLISH on a Redis 7+ cluster, where
-//     the notifier subscribes with SSUBSCRIBE;
-//   - "numsub": the PUBSUB subcommand that counts a channel's subscribers (NUMSUB, SHARDNUMSUB), or ""
-//     where a count cannot be trusted (classic Pub/Sub on a cluster counts one node's): scripts given
-//     "" wake everyone, as Redisson does;
-//   - "window": how long a waiter's record lasts, in ms: twice the recheck interval, the longest a
-//     live waiter goes without a try; "0" where releases hand nothing over (numsub "");
-//   - "client": the Client's id, the first half of every owner field it writes;
-//   - "recheck": the recheck interval, in ms.
-func (c *Client) Value(name string) string {
-	switch name {
-	case "recheck":
-		return ms(c.cfg.Recheck)
-	case "publish":
-		return c.publish
-	case "numsub":
-		if c.counts {
-			return c.numsub
-		}
-	case "window":
-		if c.counts {
-			return c.windowMs
-		}
-		return "0"
-	case "client":
-		return c.id
-	}
-	return ""
+// Values are what every script of a Client is given.
+type Values struct {
+	// Publish is the command scripts publish with: PUBLISH, or SPUBLISH on a Redis 7+ cluster, where
+	// the notifier subscribes with SSUBSCRIBE.
+	Publish string
+	// NumSub is the PUBSUB subcommand that counts a channel's subscribers (NUMSUB, SHARDNUMSUB), or
+	// "" where a count cannot be trusted (classic Pub/Sub on a cluster counts one node's): scripts
+	// given "" wake everyone, as Redisson does.
+	NumSub string
+	// Window is how long a waiter's record lasts, in ms: twice the recheck interval, the longest a
+	// live waiter goes without a try; "0" where releases hand nothing over (NumSub "").
+	Window string
+	// Client is the Client's id, the first half of every owner field it writes.
+	Client string
+	// Recheck is the recheck interval, in ms.
+	Recheck string
 }
 
 // ms formats d in milliseconds, as scripts take durations.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// numbered joins head, n in decimal and tail with ':' in one allocation.
-func numbered(head []string, n int64, tail ...string) string {
-	size := 21
-	for _, p := range head {
-		size += len(p) + 1
-	}
-	for _, p := range tail {
-		size += len(p) + 1
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, p := range head {
-		b.WriteString(p)
-		b.WriteByte(':')
-	}
-	var digits [20]byte
-	b.Write(strconv.AppendInt(digits[:0], n, 10))
-	for _, p := range tail {
-		b.WriteByte(':')
-		b.WriteString(p)
-	}
-	return b.String()
-}
+// Engine is what package redisync's Client embeds: the packages of the primitives reach the Client
+// behind it with Of, by import, and its users see no method of it.
+type Engine struct{ c *Client }
 
-// unwrap returns the Client behind a *redisync.Client. Package redisync sets it in its init, as this
-// package cannot import it; every package that holds a *redisync.Client has imported redisync, so it
-// is set before anyone can call Of.
-var unwrap func(any) *Client
+// Embed returns the Engine of c.
+func Embed(c *Client) Engine { return Engine{c} }
 
-// SetUnwrap is for package redisync's init only.
-func SetUnwrap(f func(any) *Client) { unwrap = f }
+func (e Engine) engine() *Client { return e.c }
 
 // Of returns the Client behind c, a *redisync.Client (nil for a nil one).
-func Of(c any) *Client { return unwrap(c) }
+func Of[T any, P interface {
+	*T
+	engine() *Client
+}](c P) *Client {
+	if c == nil {
+		return nil
+	}
+	return c.engine()
+}

@@ -13,7 +13,11 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/layout"
+	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/internal/waiting"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
@@ -62,21 +66,39 @@ type Spec struct {
 	// releases are announced (a prefix: each owner waits on its own, the owner's field completing it),
 	// and "wake" is the prefix of each Client's own channel (its id completes it). A lock whose acquire
 	// script takes a "tag" records its waiters, and its releases may hand the lock over to them.
-	Keys map[string]string
-	// Scripts by what they do: "acquire" (a try), "try" (the first try of an acquisition, before its
-	// waiter listens; optional), "release", "renew" (a batch: its KEYS and ARGV are per hold, after
-	// ARGV[1], the TTL), "force", "leave" (optional: after a wait that did not acquire, and to give
-	// back a hand-over that nobody took), "extend" (a hold's new lease, kept under the call's memo),
-	// "list" (optional: lists the Client among the lock's "clients" before its waiters subscribe,
-	// see attempt.List), and "state" (reads, and refuses a name that holds other data: {pttl, the
-	// hold count of "field"}, -2 when free, and whatever the kind adds).
-	Scripts map[string]*lua.Script
+	Keys    map[string]string
+	Scripts Scripts
 	Policy  pubsub.Policy // how many waiters a message on the channel wakes
 	Shared  bool          // several owners hold at once (read holds)
 	Suffix  string        // what follows the owner in its field (":write")
 	Refused error         // what an acquisition's reply {3} means
 	once    sync.Once
 	plan    specPlan
+}
+
+// Scripts are a hash lock's scripts, by what they do.
+type Scripts struct {
+	Acquire *lua.Script // a try
+	Try     *lua.Script // the first try of an acquisition, before its waiter listens (optional)
+	Release *lua.Script
+	// Renew renews a batch: its KEYS and ARGV are per hold, after ARGV[1], the TTL.
+	Renew *lua.Script
+	Force *lua.Script
+	// Leave runs after a wait that did not acquire, and gives back a hand-over that nobody took
+	// (optional).
+	Leave  *lua.Script
+	Extend *lua.Script // a hold's new lease, kept under the call's memo
+	// List lists the Client among the lock's "clients" before its waiters subscribe (optional, see
+	// attempt.List).
+	List *lua.Script
+	// State reads, and refuses a name that holds other data: {pttl, the hold count of "field"}, -2
+	// when free, and whatever the kind adds.
+	State *lua.Script
+}
+
+// bySlot returns the scripts in the order of their slots (sTry...).
+func (s *Scripts) bySlot() [nScripts]*lua.Script {
+	return [nScripts]*lua.Script{s.Try, s.Acquire, s.Release, s.Renew, s.Force, s.Leave, s.Extend, s.List, s.State}
 }
 
 // LockOptions are what every hash lock lets its user choose.
@@ -107,8 +129,6 @@ const (
 	sState
 	nScripts
 )
-
-var scriptNames = [nScripts]string{"try", "acquire", "release", "renew", "force", "leave", "extend", "list", "state"}
 
 // The values a call gives its scripts.
 const (
@@ -162,8 +182,7 @@ func (s *Spec) resolve() *specPlan {
 		}
 		slices.Sort(p.keys[2:])
 		p.statics = slices.Clone(lockValNames)
-		for i, name := range scriptNames {
-			sc := s.Scripts[name]
+		for i, sc := range s.Scripts.bySlot() {
 			if sc == nil {
 				continue
 			}
@@ -197,7 +216,7 @@ func (s *Spec) resolve() *specPlan {
 		for _, k := range p.keys[2:] {
 			p.forms = append(p.forms, s.Keys[k])
 		}
-		p.tagged = slices.Contains(s.Scripts["acquire"].Args(), "tag")
+		p.tagged = slices.Contains(s.Scripts.Acquire.Args(), "tag")
 		p.wake, p.clients, p.channel = slices.Index(p.keys, "wake"), slices.Index(p.keys, "clients"), slices.Index(p.keys, "channel")
 		if p.wake >= 0 {
 			p.formsWake = append(slices.Clone(p.forms), s.Keys["wake"])
@@ -245,7 +264,7 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 		return err
 	}
 	if err := checkLease(o.Lease); err != nil {
-		return Errorf(spec.Kind, name, err)
+		return errs.Errorf(spec.Kind, name, err)
 	}
 	p := spec.resolve()
 	*l = Lock{c: c, spec: spec, plan: p, name: name, lease: o.Lease, leaseMs: c.leaseMs(o.Lease), fenced: o.Fenced,
@@ -283,12 +302,12 @@ func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 	if l.handOver {
 		window = c.windowMs
 	}
-	l.values[0], l.values[1], l.values[2], l.values[3] = flag(!o.NonReentrant), flag(o.Fenced), c.publish, c.Value("numsub")
+	l.values[0], l.values[1], l.values[2], l.values[3] = flag(!o.NonReentrant), flag(o.Fenced), c.Values.Publish, c.Values.NumSub
 	l.values[4], l.values[5], l.values[6] = c.id, window, strconv.Itoa(len(o.Tail))
 	for i, name := range p.statics[len(lockValNames):] {
 		v, ok := o.Values[name]
 		if !ok {
-			return Invalid(spec.Kind, name, "no value for the scripts' %q", name)
+			return errs.Invalid(spec.Kind, name, "no value for the scripts' %q", name)
 		}
 		l.values[len(lockValNames)+i] = v
 	}
@@ -331,11 +350,23 @@ func (l *Lock) appendArgs(dst []string, script int, v *call) []string {
 func (l *Lock) memo(rid string) string { return l.table[1] + rid }
 
 // field returns owner's field in the hash.
-func (l *Lock) field(owner int64) string { return numbered([]string{l.c.id}, owner) + l.spec.Suffix }
+func (l *Lock) field(owner int64) string {
+	return send.Numbered([]string{l.c.id}, owner) + l.spec.Suffix
+}
 
-// renewal says how the watchdog renews the hold of field.
-func (l *Lock) renewal(field string) renewal {
-	return renewal{script: l.plan.scripts[sRenew].s, keys: l.keysOf(sRenew), l: l, field: field}
+// Describe says what the lock is, for its holds' errors and events (hold.Object).
+func (l *Lock) Describe() (kind, name string, shared bool) { return l.spec.Kind, l.name, l.spec.Shared }
+
+// Field returns owner's field in the hash, and how the watchdog renews its hold (hold.Object).
+func (l *Lock) Field(owner int64) (string, hold.Renewal) {
+	field := l.field(owner)
+	return field, hold.Renewal{Script: l.plan.scripts[sRenew].s, Keys: l.keysOf(sRenew), By: l, Field: field}
+}
+
+// RenewArgs appends the renew script's ARGV for the hold of field to dst (hold.Renewal).
+func (l *Lock) RenewArgs(dst []string, field string) []string {
+	v := call{vField: field}
+	return l.appendArgs(dst, sRenew, &v)
 }
 
 // Lock waits without bound: see TryLock.
@@ -345,7 +376,7 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) { return l.acq
 // try), and returns the hold's ctx.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
+		return nil, errs.Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
 	}
 	return l.acquire(ctx, wait, l.lease)
 }
@@ -354,7 +385,7 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (context.Context
 // watchdog's.
 func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
 	if err := checkLease(lease); err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return l.acquire(ctx, -1, lease)
 }
@@ -362,10 +393,10 @@ func (l *Lock) LockFor(ctx context.Context, lease time.Duration) (context.Contex
 // TryLockFor is TryLock with a lease of its own (see LockFor).
 func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if wait < 0 {
-		return nil, Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
+		return nil, errs.Invalid(l.spec.Kind, l.name, "negative wait %v", wait)
 	}
 	if err := checkLease(lease); err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return l.acquire(ctx, wait, lease)
 }
@@ -375,9 +406,9 @@ func (l *Lock) TryLockFor(ctx context.Context, wait, lease time.Duration) (conte
 func checkLease(lease time.Duration) error {
 	switch {
 	case lease < 0:
-		return fmt.Errorf("%w: negative lease %v", ErrInvalidArgument, lease)
+		return fmt.Errorf("%w: negative lease %v", errs.ErrInvalidArgument, lease)
 	case lease > 0 && lease < time.Millisecond:
-		return fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", ErrInvalidArgument, lease)
+		return fmt.Errorf("%w: lease %v is below Redis's millisecond resolution", errs.ErrInvalidArgument, lease)
 	}
 	return nil
 }
@@ -392,15 +423,15 @@ func (l *Lock) leaseArg(lease time.Duration) string {
 
 func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if ctx == nil {
-		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	owner, carried := OwnerID(ctx)
+	owner, carried := hold.OwnerID(ctx)
 	if !carried {
-		owner = lastOwner.Add(1) // a fresh owner, which the hold's ctx carries
+		owner = hold.NewOwner() // a fresh owner, which the hold's ctx carries
 	}
 	held, err := l.hold(ctx, owner, !carried, wait, lease)
 	if err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return held, nil
 }
@@ -412,49 +443,51 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	c := l.c
 	a := &attempt{l: l}
 	a.v[vLease] = l.leaseArg(lease)
-	w := Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, lease: lease}
-	if w.lease == 0 {
-		w.lease = c.cfg.WatchdogTimeout
+	w := waiting.Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Lease: lease, Hold: &a.acq}
+	if w.Lease == 0 {
+		w.Lease = c.cfg.WatchdogTimeout
 	}
-	if l.backoff == nil && wait != 0 { // a spinning waiter listens to nothing: each try's wait is its policy's
+	// A spinning waiter listens to nothing: each try's wait is its policy's.
+	waits := l.backoff == nil && wait != 0
+	if waits {
 		a.v[vWaits] = "1"
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
 		}
 	}
-	m := c.observe(l.spec.Kind, l.name, &w)
-	h, held, wait, err := c.enter(ctx, l, holdID{l.holdKey, owner, l.spec.Suffix}, wait, lease == 0)
+	m := c.Observe(l.spec.Kind, l.name, &w)
+	held, wait, err := c.holds.Enter(ctx, &a.acq, l, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix}, wait, lease == 0)
 	if err != nil {
-		m.done(err)
+		m.Done(err)
 		return nil, err
 	}
-	a.v[vField], a.v[vOwner] = h.field, h.field[:len(h.field)-len(l.spec.Suffix)]
-	if a.v[vWaits] == "1" {
+	field := a.acq.Field()
+	a.v[vField], a.v[vOwner] = field, field[:len(field)-len(l.spec.Suffix)]
+	if waits {
 		w.Channel = l.channel
 		if l.perOwner {
 			w.Channel += a.v[vOwner]
 		}
 	}
-	a.acq.h, a.held = h, held
+	a.held = held
 	a.v[vHeld] = strconv.Itoa(held)
 	a.v[vRid] = c.RequestID()
-	start, err := c.acquire(ctx, wait, w, m)
+	start, err := c.Run(ctx, wait, w, m)
 	if err != nil {
-		m.done(err)
-		h.abort(lease == 0)
+		m.Done(err)
+		a.acq.Abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
-		if a.v[vWaits] == "1" && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, ErrClosed) &&
-			(a.placed.Load() || !isRedisError(err)) {
-			l.leave(Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
+		if waits && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
+			(a.placed.Load() || !send.IsRedisError(err)) {
+			l.leave(send.Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
 		return nil, err
 	}
 	if l.keptMemo(a.count, held) {
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
-	a.acq.waited = a.v[vTag] != ""
-	heldCtx := h.commit(ctx, &a.acq, lease, start, fresh)
-	m.done(nil)
+	heldCtx := a.acq.Commit(ctx, lease, start, fresh, a.v[vTag] != "")
+	m.Done(nil)
 	if l.fenced {
 		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
 	}
@@ -463,7 +496,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 
 // attempt is one acquisition under way: its tries, and its record when it waits.
 type attempt struct {
-	acq    acq // what the hold records once acquired, in the same allocation; acq.h is set at enter
+	acq    hold.Acq // what the hold records once acquired, in the same allocation
 	l      *Lock
 	held   int // what Redis counted for the owner before it
 	v      call
@@ -476,7 +509,7 @@ type attempt struct {
 }
 
 // Try sends one try: the first try's script until the waiter listens, the acquisition's after.
-func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
+func (a *attempt) Try(ctx context.Context, within send.Bounds) (bool, time.Duration, error) {
 	l, c := a.l, a.l.c
 	a.tried.Store(true)
 	script := sAcquire
@@ -493,7 +526,7 @@ func (a *attempt) Try(ctx context.Context) (bool, time.Duration, error) {
 		}
 	}
 	var buf [16]string // Send copies what it keeps: the args stay on the stack
-	reply, notReplicated := c.SendAcquiring(ctx, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
+	reply, notReplicated := c.SendAcquiring(ctx, within, l.plan.scripts[script].s, l.keysOf(script), l.appendArgs(buf[:0], script, &a.v))
 	t, err := readTry(reply)
 	if err == nil && !t.acquired {
 		a.placed.Store(true)
@@ -529,11 +562,11 @@ func (a *attempt) Undo(ctx context.Context, sure bool) {
 	l := a.l
 	v := call{vField: a.v[vField], vOwner: a.v[vOwner], vHeld: strconv.Itoa(a.held + 1), vRid: a.v[vRid], vLease: a.v[vLease]}
 	if !sure {
-		a.acq.h.retain()
-		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.h.settle)
+		a.acq.Retain()
+		l.c.Undo(l.plan.scripts[sRelease].s, l.keysOf(sRelease), l.argsOf(sRelease, &v), a.acq.Settle)
 		return
 	}
-	// Sure of it, the give-back is sent within RetryBound, and not after: the acquisition may try
+	// Sure of it, the give-back is sent within send.RetryBound, and not after: the acquisition may try
 	// again at once (its try came too late to keep), and a try that finds the count this one made
 	// takes it as its own, which a give-back still under way would then take back.
 	v[vRid] = l.c.RequestID()
@@ -555,11 +588,6 @@ func (l *Lock) keptMemo(count int64, held int) bool {
 	return count != int64(held)+1 || len(l.tail) > 0
 }
 
-// apartStart and apartEnd bracket a try running apart from its acquisition (wait.go): the hold's
-// next call waits until the try, and what it gives back, are over.
-func (a *attempt) apartStart() { a.acq.h.retain() }
-func (a *attempt) apartEnd()   { a.acq.h.settle() }
-
 // Tag names the waiter's record, unique to this acquisition, and makes its tries from now on leave
 // it: "<owner>:<n>:<grant>:<fenced>", where grant is the lease a release that hands the lock over
 // gives ('0': a wake-up only, as for an acquisition that must wait for replicas, which only a try of
@@ -571,7 +599,7 @@ func (a *attempt) Tag() string {
 		if l.c.AcksReplicas(l.name) {
 			a.v[vGrant] = "0"
 		}
-		a.v[vTag] = numbered([]string{a.v[vOwner]}, int64(l.c.requests.Add(1)), a.v[vGrant], flag(l.fenced))
+		a.v[vTag] = send.Numbered([]string{a.v[vOwner]}, int64(l.c.tags.Add(1)), a.v[vGrant], flag(l.fenced))
 	}
 	return a.v[vTag]
 }
@@ -597,7 +625,7 @@ func (a *attempt) List(ctx context.Context) error {
 	switch {
 	case err == nil:
 		c.listed(l.clients, sent, pubsub.Linger/2)
-	case isRedisError(err):
+	case send.IsRedisError(err):
 		return err
 	}
 	return nil
@@ -605,7 +633,7 @@ func (a *attempt) List(ctx context.Context) error {
 
 // Claim takes a hand-over made after the last try (see GrantFor).
 func (a *attempt) Claim(payload string) bool {
-	token, ok := GrantFor(payload, a.score)
+	token, ok := waiting.GrantFor(payload, a.score)
 	if ok {
 		a.count, a.token = int64(a.held)+1, token
 	}
@@ -664,7 +692,7 @@ func readTry(reply rueidis.RedisResult) (lockTry, error) {
 	case res[0] == 1 && len(arr) == 3:
 		return lockTry{acquired: true, count: res[1], token: res[2]}, nil
 	case res[0] == 2:
-		return lockTry{}, ErrAlreadyHeld
+		return lockTry{}, errs.ErrAlreadyHeld
 	case res[0] == 3:
 		return lockTry{refused: true}, nil
 	case res[0] == 0 && len(arr) >= 2:
@@ -677,18 +705,18 @@ func readTry(reply rueidis.RedisResult) (lockTry, error) {
 // when ctx has been cancelled.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
-		return Invalid(l.spec.Kind, l.name, "nil context")
+		return errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	owner, ok := OwnerID(ctx)
+	owner, ok := hold.OwnerID(ctx)
 	if !ok {
-		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	}
 	var v call
-	id := holdID{l.holdKey, owner, l.spec.Suffix}
-	if a := acqIn(ctx, l.c, id); a != nil && a.waited {
+	id := hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix}
+	if a := hold.In(ctx, l.c.holds, id); a != nil && a.Waited() {
 		v[vWaits] = "1"
 	}
-	err := l.c.release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
+	err := l.c.holds.Release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
 		if field == "" {
 			field, lease = l.field(owner), l.lease // a hold this client keeps no record of
 		}
@@ -697,7 +725,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return l.sendRelease(ctx, &v, resent)
 	})
 	if err != nil {
-		return Errorf(l.spec.Kind, l.name, err)
+		return errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return nil
 }
@@ -710,13 +738,13 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 		s = s.Resent()
 	}
 	var buf [16]string
-	res := l.c.Send(detach(ctx), s, l.keysOf(sRelease), l.appendArgs(buf[:0], sRelease, v))
+	res := l.c.Send(hold.Detach(ctx), s, l.keysOf(sRelease), l.appendArgs(buf[:0], sRelease, v))
 	n, err := res.AsInt64()
 	switch {
 	case err != nil:
 		return 0, err
 	case n < 0:
-		return 0, ErrNotHeld
+		return 0, errs.ErrNotHeld
 	}
 	if held, _ := strconv.Atoi(v[vHeld]); n > 0 && n != int64(held)-1 {
 		l.c.DeleteLater(l.memo(v[vRid])) // Redis counted otherwise than this client: a memo was kept
@@ -728,16 +756,16 @@ func (l *Lock) sendRelease(ctx context.Context, v *call, resent bool) (int64, er
 // lose it at once.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if ctx == nil {
-		return false, Invalid(l.spec.Kind, l.name, "nil context")
+		return false, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	v := call{vRid: l.c.RequestID()}
 	n, err := l.c.Send(ctx, l.plan.scripts[sForce].s, l.keysOf(sForce), l.argsOf(sForce, &v)).AsInt64()
 	if err != nil {
-		return false, Errorf(l.spec.Kind, l.name, err)
+		return false, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
 	if n == 1 { // every hold on the name went with the hash, or on the values of the tail
-		l.c.loseHolds(l.name, l.tail, fmt.Errorf("%w: forced unlock", ErrLost))
+		l.c.holds.Lose(l.name, l.tail, fmt.Errorf("%w: forced unlock", errs.ErrLost))
 	}
 	return n == 1, nil
 }
@@ -749,39 +777,39 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // released, is ErrNotHeld without a command, and after Close ErrClosed, as every call answers then.
 func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if ctx == nil {
-		return Invalid(l.spec.Kind, l.name, "nil context")
+		return errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	if lease < time.Millisecond {
-		return Invalid(l.spec.Kind, l.name, "lease %v: want at least 1ms", lease)
+		return errs.Invalid(l.spec.Kind, l.name, "lease %v: want at least 1ms", lease)
 	}
-	owner, ok := OwnerID(ctx)
+	owner, ok := hold.OwnerID(ctx)
 	if !ok {
-		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	}
 	if err := l.c.Closed(); err != nil {
-		return Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
+		return errs.Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
 	}
-	a := acqIn(ctx, l.c, holdID{l.holdKey, owner, l.spec.Suffix})
-	if a != nil && !a.extended(time.Time{}, 0) {
-		return Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", ErrNotHeld))
+	a := hold.In(ctx, l.c.holds, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix})
+	if a != nil && !a.Extended(time.Time{}, 0) {
+		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", errs.ErrNotHeld))
 	}
 	field := l.field(owner)
 	v := call{vField: field, vOwner: field[:len(field)-len(l.spec.Suffix)], vLease: ms(lease), vRid: l.c.RequestID()}
 	start := time.Now()
-	reply, notReplicated := l.c.SendAcquiring(detach(ctx), l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
+	reply, notReplicated := l.c.SendAcquiring(hold.Detach(ctx), send.Bounds{}, l.plan.scripts[sExtend].s, l.keysOf(sExtend), l.argsOf(sExtend, &v))
 	n, err := reply.AsInt64()
 	if err != nil {
-		return Errorf(l.spec.Kind, l.name, err)
+		return errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	l.c.DeleteLater(l.memo(v[vRid]))
 	switch {
 	case n != 1:
-		return Errorf(l.spec.Kind, l.name, ErrNotHeld)
+		return errs.Errorf(l.spec.Kind, l.name, errs.ErrNotHeld)
 	case notReplicated != nil:
-		return Errorf(l.spec.Kind, l.name, notReplicated) // Redis keeps it longer; the ctx keeps its end
+		return errs.Errorf(l.spec.Kind, l.name, notReplicated) // Redis keeps it longer; the ctx keeps its end
 	}
-	if a != nil && !a.extended(start.Add(lease-Drift(lease)), lease) {
-		return Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended before the extension was answered", ErrNotHeld))
+	if a != nil && !a.Extended(start.Add(lease-hold.Drift(lease)), lease) {
+		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended before the extension was answered", errs.ErrNotHeld))
 	}
 	return nil
 }
@@ -790,10 +818,10 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 // {pttl, the owner's hold count, ...}, pttl -2 when free. A name that holds other data is refused.
 func (l *Lock) State(ctx context.Context) ([]int64, error) {
 	if ctx == nil {
-		return nil, Invalid(l.spec.Kind, l.name, "nil context")
+		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	field := ""
-	if owner, ok := OwnerID(ctx); ok {
+	if owner, ok := hold.OwnerID(ctx); ok {
 		field = l.field(owner)
 	}
 	return l.state(ctx, field)
@@ -807,7 +835,7 @@ func (l *Lock) state(ctx context.Context, field string) ([]int64, error) {
 		err = fmt.Errorf("redisync: unexpected reply %v", res)
 	}
 	if err != nil {
-		return nil, Errorf(l.spec.Kind, l.name, err)
+		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
 	return res, nil
 }
@@ -826,10 +854,10 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 // when a caller most wants to ask.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if ctx == nil {
-		return 0, Invalid(l.spec.Kind, l.name, "nil context")
+		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	field := ""
-	if owner, ok := OwnerID(ctx); ok {
+	if owner, ok := hold.OwnerID(ctx); ok {
 		field = l.field(owner)
 	}
 	return l.holdCount(ctx, field)
@@ -839,13 +867,13 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 // isHeldByThread, with an owner id for the thread id).
 func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
 	if ctx == nil {
-		return 0, Invalid(l.spec.Kind, l.name, "nil context")
+		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
 	return l.holdCount(ctx, l.field(owner))
 }
 
 func (l *Lock) holdCount(ctx context.Context, field string) (int, error) {
-	st, err := l.state(detach(ctx), field)
+	st, err := l.state(hold.Detach(ctx), field)
 	if err != nil {
 		return 0, err
 	}
@@ -896,4 +924,14 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// retryIn turns a PTTL that a script reported for the current holder into an Attempt's retryIn. PTTL
+// rounds down, so the waiter waits one millisecond more than reported, or it would often try just
+// before the expiry and then wait a whole recheck interval; a key without expiry (-1) is unknown.
+func retryIn(pttl int64) time.Duration {
+	if pttl < 0 {
+		return -1
+	}
+	return time.Duration(pttl+1) * time.Millisecond
 }

@@ -3,6 +3,9 @@ package core
 import (
 	"strings"
 	"sync"
+
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 )
 
 // An object's side keys and channels are Redisson's (RedissonObject.prefixName and suffixName):
@@ -96,7 +99,7 @@ func (n Names) Suffixed(name, suffix string) string {
 // countdown latch's, which Redisson builds without prefixName), unless on a cluster that would leave
 // name's slot: then fallback.
 func (n Names) Braced(prefix, name, fallback string) string {
-	if ch := prefix + "{" + name + "}"; !n.Cluster || Slot(ch) == Slot(name) {
+	if ch := prefix + "{" + name + "}"; !n.Cluster || send.Slot(ch) == send.Slot(name) {
 		return ch
 	}
 	return n.Prefixed(fallback, name)
@@ -112,7 +115,7 @@ func (n Names) redisson(name string) bool {
 		return hasTag(name) // the side keys have name's tag, or none
 	}
 	i := strings.IndexByte(name, '}')
-	return i < 0 || (i > 0 && crc16(name[:i])&16383 == crc16(name)&16383) // the tag is name[:i]
+	return i < 0 || (i > 0 && send.CRC16(name[:i])&16383 == send.CRC16(name)&16383) // the tag is name[:i]
 }
 
 func writePrefixed(b *strings.Builder, prefix, name string, redisson bool) {
@@ -127,7 +130,7 @@ func writePrefixed(b *strings.Builder, prefix, name string, redisson bool) {
 		return
 	default:
 		b.WriteString(":{")
-		b.WriteString(slotTag(Slot(name)))
+		b.WriteString(slotTag(send.Slot(name)))
 		b.WriteString("}:")
 	}
 	b.WriteString(name)
@@ -143,7 +146,7 @@ func writeSuffixed(b *strings.Builder, name, suffix string, redisson bool) {
 		b.WriteString("}")
 	default:
 		b.WriteString("{")
-		b.WriteString(slotTag(Slot(name)))
+		b.WriteString(slotTag(send.Slot(name)))
 		b.WriteString("}:")
 		b.WriteString(name)
 	}
@@ -162,16 +165,6 @@ func hasTag(name string) bool {
 	return j > 0
 }
 
-// Slot returns the Redis Cluster hash slot of key.
-func Slot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return crc16(key) & 16383
-}
-
 var (
 	slotTagsOnce sync.Once
 	slotTags     [16384]string
@@ -187,7 +180,7 @@ func slotTag(slot uint16) string {
 		walk = func(depth int) bool {
 			if depth == 0 {
 				s := string(buf)
-				if t := crc16(s) & 16383; slotTags[t] == "" {
+				if t := send.CRC16(s) & 16383; slotTags[t] == "" {
 					slotTags[t] = s
 					left--
 				}
@@ -210,39 +203,23 @@ func slotTag(slot uint16) string {
 	return slotTags[slot]
 }
 
-// crc16 is CRC-16/XMODEM, the hash of Redis Cluster.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
 // Name checks an object's name and returns it as the Client's name mapper maps it: the object's key,
 // from which its side keys and channels are built, as Redisson builds them from the mapped name
 // (RedissonObject.getRawName). Errors are ErrInvalidArgument: a nil client, an empty name, or a name
 // the mapper maps to "".
 func (c *Client) Name(kind, name string) (string, error) {
 	if c == nil {
-		return "", Invalid(kind, name, "nil client")
+		return "", errs.Invalid(kind, name, "nil client")
 	}
 	if name == "" {
-		return "", Invalid(kind, name, "empty name")
+		return "", errs.Invalid(kind, name, "empty name")
 	}
 	if c.cfg.NameMapper == nil {
 		return name, nil
 	}
 	mapped := c.cfg.NameMapper(name)
 	if mapped == "" {
-		return "", Invalid(kind, name, "the name mapper maps it to an empty name")
+		return "", errs.Invalid(kind, name, "the name mapper maps it to an empty name")
 	}
 	return mapped, nil
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"strings"
 	"testing"
+
+	"github.com/redisync/redisync/internal/send"
 )
 
 // slotOf is the slot Redis Cluster computes for key, written from the specification independently
@@ -13,7 +15,7 @@ func slotOf(key string) uint16 {
 			key = key[s+1 : s+1+e]
 		}
 	}
-	return crc16(key) % 16384
+	return send.CRC16(key) % 16384
 }
 
 // Redisson's RedissonObject.prefixName and suffixName, and RedissonCountDownLatch's channel.
@@ -53,8 +55,8 @@ func FuzzNames(f *testing.F) {
 			return // refused by every primitive before a key is built
 		}
 		slot := slotOf(name)
-		if got := Slot(name); got != slot {
-			t.Fatalf("Slot(%q) = %d, specification says %d", name, got, slot)
+		if got := send.Slot(name); got != slot {
+			t.Fatalf("send.Slot(%q) = %d, specification says %d", name, got, slot)
 		}
 		type pair struct{ got, redisson string }
 		for _, n := range []Names{{}, {Cluster: true}} {

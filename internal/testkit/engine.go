@@ -7,6 +7,8 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/send"
 )
 
 // What a test may look at inside a Client, and the bounds the engine promises, are read here and
@@ -14,11 +16,11 @@ import (
 // this file only.
 
 // RetryBound is how long a call on a dead server keeps trying before it returns an error.
-const RetryBound = core.RetryBound
+const RetryBound = send.RetryBound
 
 // Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
 // end.
-const Overtime = core.Overtime
+const Overtime = send.Overtime
 
 // StallBound is how long a command in flight on a server that stopped answering may take to fail on
 // a Client made with rueidis's default timeouts, as Target.Client makes them: a ConnWriteTimeout of
@@ -27,7 +29,7 @@ const StallBound = 12 * time.Second
 
 // Drift is how long before a fixed lease's end, counted from the acquiring command, a hold's ctx
 // ends.
-func Drift(lease time.Duration) time.Duration { return core.Drift(lease) }
+func Drift(lease time.Duration) time.Duration { return hold.Drift(lease) }
 
 // Holds returns how many owners' holds c records.
 func Holds(c *redisync.Client) int {

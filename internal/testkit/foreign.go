@@ -14,7 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // Foreign is data that is not a primitive's, as it may already be under the primitive's name or one
@@ -182,8 +182,8 @@ func RequireRefusals(t testing.TB, calls Calls) {
 	t.Helper()
 	for _, what := range slices.Sorted(maps.Keys(calls)) {
 		err := calls[what]()
-		if !errors.Is(err, core.ErrWrongType) {
-			t.Errorf("%s: %v, want %v", what, err, core.ErrWrongType)
+		if !errors.Is(err, errs.ErrWrongType) {
+			t.Errorf("%s: %v, want %v", what, err, errs.ErrWrongType)
 		}
 		NoInternals(t, what, err)
 		OwnRefusal(t, what, err)

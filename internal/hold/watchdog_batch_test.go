@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -19,7 +20,7 @@ func TestWatchdogBatches(t *testing.T) {
 	script := lua.Load("rlock_renew.lua")
 	slots := map[uint16]bool{}
 	for i := 0; i < holds; i++ {
-		slots[Slot("lock-"+strconv.Itoa(i))] = true
+		slots[send.Slot("lock-"+strconv.Itoa(i))] = true
 	}
 	for _, c := range []struct {
 		name    string
@@ -38,8 +39,8 @@ func TestWatchdogBatches(t *testing.T) {
 				batches[keys[0]] = len(keys) // a failed call is re-sent: count each batch once
 				if c.cluster {
 					for _, k := range keys {
-						if Slot(k) != Slot(keys[0]) {
-							t.Errorf("one renewal call spans slots %d and %d", Slot(keys[0]), Slot(k))
+						if send.Slot(k) != send.Slot(keys[0]) {
+							t.Errorf("one renewal call spans slots %d and %d", send.Slot(keys[0]), send.Slot(k))
 						}
 					}
 				}
@@ -52,7 +53,7 @@ func TestWatchdogBatches(t *testing.T) {
 			defer w.close()
 			for i := 0; i < holds; i++ {
 				key := "lock-" + strconv.Itoa(i)
-				e := w.add(nil, renewal{script: script, keys: []string{key}, args: []string{"owner"}}, lostFunc(func(error) {}), false)
+				e := w.add(nil, Renewal{Script: script, Keys: []string{key}, Args: []string{"owner"}}, lostFunc(func(error) {}), false)
 				w.confirm(e, time.Now())
 			}
 			w.renew(context.Background(), false)

@@ -1,4 +1,4 @@
-package core
+package send
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 )
 
 // Deletes queued with DeleteLater reach the server without anyone waiting for them, the last ones
-// while the Client closes, and no goroutine is left behind.
+// while the Sender closes, and no goroutine is left behind.
 func TestDeleteLater(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	m, err := miniredis.Run()
@@ -22,10 +22,7 @@ func TestDeleteLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(rdb, true, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New(rdb, true, "test", 0, 0)
 	for _, f := range []string{"a", "b", "c", "d"} {
 		m.HSet("grants", f, "1")
 	}
@@ -44,7 +41,8 @@ func TestDeleteLater(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	c.DeleteLater("grants", "c")
-	c.Close() // sends what is queued
+	c.Shut()
+	c.Drain() // sends what is queued
 	if got := fields(); len(got) != 1 || got[0] != "d" {
 		t.Fatalf("after Close the grants hold %v, want [d]", got)
 	}

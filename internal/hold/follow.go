@@ -1,10 +1,12 @@
-package core
+package hold
 
 import (
 	"context"
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // A hold's ctx ends when the hold ends, and when the ctx it was taken with ends, but never because
@@ -48,7 +50,7 @@ func (f *follower) follow(from context.Context) {
 
 func (f *follower) ended(from context.Context) {
 	cause := context.Cause(from)
-	if errors.Is(cause, ErrReleased) {
+	if errors.Is(cause, errs.ErrReleased) {
 		if up, ok := from.Value(takenWithKey{}).(context.Context); ok {
 			f.follow(up)
 			return

@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 )
 
 // Holds: this client's record of what each owner holds.
@@ -24,28 +27,28 @@ import (
 // exactly how many acquisitions Redis counts for the owner (held), and a call sent again after a lost
 // answer tells by that count whether the first send acted (see once.go).
 
-// holdID names one owner's hold on one object: the object's main key, the owner, and what follows
+// ID names one owner's hold on one object: the object's main key, the owner, and what follows
 // the owner in its field (Spec.Suffix).
-type holdID struct {
-	key    string
-	owner  int64
-	suffix string
+type ID struct {
+	Key    string
+	Owner  int64
+	Suffix string
 }
 
 // hold is this client's record of one owner's hold on one object.
 type hold struct {
-	c      *Client
-	id     holdID
+	c      *Holds
+	id     ID
 	field  string // the owner's field in the object
 	kind   string
 	name   string
 	owner  int64
 	shared bool
-	renew  renewal
+	renew  Renewal
 
 	mu      sync.Mutex
-	stack   []*acq  // acquisitions held, the innermost last
-	stack0  [2]*acq // stack's first array, in the same allocation
+	stack   []*Acq  // acquisitions held, the innermost last
+	stack0  [2]*Acq // stack's first array, in the same allocation
 	extra   int     // acquisitions Redis still counts that left the stack unreleased (abandoned)
 	busy    int     // > 0 while a call of the hold is on its way: an acquisition, its tries, a release, a give-back
 	pending int     // acquisitions entered and not yet ended
@@ -58,8 +61,8 @@ type hold struct {
 	turn    chan struct{}
 }
 
-// acq is one acquisition of a hold: what its ctx carries and how it ends.
-type acq struct {
+// Acq is one acquisition of a hold: what its ctx carries and how it ends.
+type Acq struct {
 	h         *hold
 	cancel    context.CancelCauseFunc
 	watched   bool // kept by the watchdog, not by a fixed lease
@@ -86,7 +89,7 @@ type acqExt struct {
 }
 
 // lease returns a's fixed lease, or 0 when the watchdog keeps it.
-func (a *acq) lease() time.Duration {
+func (a *Acq) lease() time.Duration {
 	if a.ext == nil {
 		return 0
 	}
@@ -101,8 +104,8 @@ func (h *hold) held() int { return len(h.stack) + h.extra }
 // costs no allocation to ask with.
 type holdsKey struct{}
 
-// acqIn finds, in ctx, the innermost acquisition of c's hold id that the ctx came from.
-func acqIn(ctx context.Context, c *Client, id holdID) *acq {
+// In finds, in ctx, the innermost acquisition of c's hold id that the ctx came from.
+func In(ctx context.Context, c *Holds, id ID) *Acq {
 	for {
 		switch x := ctx.Value(holdsKey{}).(type) {
 		case *heldCtx:
@@ -111,7 +114,7 @@ func acqIn(ctx context.Context, c *Client, id holdID) *acq {
 			}
 			ctx = x.Context
 		case *holdsOf:
-			if a := acqIn(x.from, c, id); a != nil {
+			if a := In(x.from, c, id); a != nil {
 				return a
 			}
 			ctx = x.Context
@@ -127,7 +130,7 @@ func acqIn(ctx context.Context, c *Client, id holdID) *acq {
 // Its deadline is the earlier of its fixed lease's end, which Extend moves on, and its parent's.
 type heldCtx struct {
 	context.Context
-	a        *acq
+	a        *Acq
 	parent   context.Context // the ctx the acquisition was taken with
 	owner    int64           // the fresh owner it carries, 0 when parent carries one
 	detached detachedCtx
@@ -176,25 +179,35 @@ func (detachedCtx) Err() error                  { return nil }
 func (d *detachedCtx) Value(key any) any        { return d.ctx.Value(key) }
 func (d *detachedCtx) String() string           { return fmt.Sprintf("%v.WithoutCancel", d.ctx) }
 
-func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Context, x.a.h.id.key) }
+func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Context, x.a.h.id.Key) }
 
-// enter waits until an acquisition of id through ctx may be sent, and books it: it returns the hold,
-// how many acquisitions Redis counts for the owner before this one, and what is left of wait. watched:
-// the watchdog keeps it, and is registered before anything is sent, so that no renewal is missed.
-func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Duration, watched bool) (*hold, int, time.Duration, error) {
-	outer := acqIn(ctx, c, id)
+// Object is what a hold is on, as Enter asks it when it records a new hold.
+type Object interface {
+	// Describe says what the object is, for errors and events, and whether its holds are shared.
+	Describe() (kind, name string, shared bool)
+	// Field returns owner's field in the object, and how the watchdog renews the hold of it.
+	Field(owner int64) (string, Renewal)
+}
+
+// Enter waits until the acquisition a of id, on o, through ctx may be sent, and books it: it
+// returns how many acquisitions Redis counts for the owner before this one, and what is left of
+// wait. watched: the watchdog keeps it, and is registered before anything is sent, so that no
+// renewal is missed. a then ends with Commit, or Abort.
+func (c *Holds) Enter(ctx context.Context, a *Acq, o Object, id ID, wait time.Duration, watched bool) (int, time.Duration, error) {
+	outer := In(ctx, c, id)
 	var deadline time.Time
 	var timeout <-chan time.Time
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, 0, 0, ErrClosed
+			return 0, 0, errs.ErrClosed
 		}
 		h := c.holds[id]
 		if h == nil {
-			field := l.field(id.owner)
-			h = &hold{c: c, id: id, field: field, owner: id.owner, kind: l.spec.Kind, name: l.name, shared: l.spec.Shared, renew: l.renewal(field)}
+			h = &hold{c: c, id: id, owner: id.Owner}
+			h.kind, h.name, h.shared = o.Describe()
+			h.field, h.renew = o.Field(id.Owner)
 			h.stack = h.stack0[:0]
 			c.holds[id] = h
 		}
@@ -214,7 +227,8 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 			if !deadline.IsZero() {
 				wait = max(time.Until(deadline), 0)
 			}
-			return h, held, wait, nil
+			a.h = h
+			return held, wait, nil
 		}
 		if h.turn == nil {
 			h.turn = make(chan struct{})
@@ -222,7 +236,7 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 		turn := h.turn
 		h.mu.Unlock()
 		if wait == 0 {
-			return nil, 0, 0, ErrNotAcquired
+			return 0, 0, errs.ErrNotAcquired
 		}
 		if wait > 0 && timeout == nil {
 			deadline = time.Now().Add(wait)
@@ -233,18 +247,18 @@ func (c *Client) enter(ctx context.Context, l *Lock, id holdID, wait time.Durati
 		select {
 		case <-turn:
 		case <-timeout:
-			return nil, 0, 0, ErrNotAcquired
+			return 0, 0, errs.ErrNotAcquired
 		case <-ctx.Done():
-			return nil, 0, 0, context.Cause(ctx)
-		case <-c.done:
-			return nil, 0, 0, ErrClosed
+			return 0, 0, context.Cause(ctx)
+		case <-c.s.Done():
+			return 0, 0, errs.ErrClosed
 		}
 	}
 }
 
 // mayEnter reports whether an acquisition whose ctx carries outer (nil: none of this hold) may go
 // ahead now. h.mu is held.
-func (h *hold) mayEnter(outer *acq) bool {
+func (h *hold) mayEnter(outer *Acq) bool {
 	switch {
 	case h.busy > 0:
 		return false
@@ -262,8 +276,19 @@ func (h *hold) changed() {
 	}
 }
 
-// retain marks one more call of the hold on its way (a try, a give-back), which the hold's next call
-// must wait for.
+// Retain marks one more call of a's hold on its way (a try that runs apart, a give-back), which the
+// hold's next call must wait for until Settle.
+func (a *Acq) Retain() { a.h.retain() }
+
+// Settle ends a call that Retain marked.
+func (a *Acq) Settle() { a.h.settle() }
+
+// Field returns the owner's field in the object, once Enter booked a.
+func (a *Acq) Field() string { return a.h.field }
+
+// Waited reports whether a waited for the object, listening: a release may clear what waits leave.
+func (a *Acq) Waited() bool { return a.waited }
+
 func (h *hold) retain() {
 	h.mu.Lock()
 	h.busy++
@@ -285,7 +310,9 @@ func (h *hold) settled() {
 	}
 }
 
-// abort undoes enter after an acquisition that did not acquire.
+// Abort undoes Enter after an acquisition that did not acquire; watched as Enter was told.
+func (a *Acq) Abort(watched bool) { a.h.abort(watched) }
+
 func (h *hold) abort(watched bool) {
 	h.mu.Lock()
 	h.pending--
@@ -322,13 +349,16 @@ func (h *hold) unwatch() {
 	}
 }
 
-// commit records a successful acquisition whose command was sent at start; lease > 0 is a fixed
-// lease, whose end (less Drift) is the returned ctx's deadline.
+// Commit records a successful acquisition whose command was sent at start, and returns its ctx;
+// lease > 0 is a fixed lease, whose end (less Drift) is the ctx's deadline; fresh: parent does not
+// carry the owner, and the ctx must; waited: a waited for the object, listening.
 //
 // The returned ctx ends when the acquisition does, and when parent ends, but not by a release (see
 // follow.go): where parent carries holds, the hold's ctx derives from parent's values alone, and a
 // follower passes parent's end on.
-func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start time.Time, fresh bool) context.Context {
+func (a *Acq) Commit(parent context.Context, lease time.Duration, start time.Time, fresh, waited bool) context.Context {
+	h := a.h
+	a.waited = waited
 	held := &heldCtx{a: a, parent: parent}
 	// A re-entry of an exclusive hold derives from its outer hold as any ctx would: that one cannot
 	// be released first (ErrNotInnermost), and its loss is this one's.
@@ -342,7 +372,7 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 	if lease > 0 || nested {
 		a.ext = &acqExt{lease: lease}
 	}
-	a.h, a.watched = h, lease == 0
+	a.watched = lease == 0
 	h.stamp(a)
 	h.mu.Lock()
 	if lease > 0 {
@@ -377,7 +407,7 @@ func (h *hold) commit(parent context.Context, a *acq, lease time.Duration, start
 }
 
 // expire ends a's ctx when its fixed lease may have ended, unless Extend moved the end on.
-func (a *acq) expire() {
+func (a *Acq) expire() {
 	h, e := a.h, a.ext
 	h.mu.Lock()
 	if left := time.Until(time.Unix(0, e.end.Load())); left > 0 {
@@ -388,11 +418,11 @@ func (a *acq) expire() {
 	e.expired = true
 	lease := e.lease
 	h.mu.Unlock()
-	a.finish(h.err(fmt.Errorf("%w: lease of %v ended", ErrLost, lease)))
+	a.finish(h.err(fmt.Errorf("%w: lease of %v ended", errs.ErrLost, lease)))
 }
 
 // finish ends a's ctx with cause, and stops what would end it otherwise.
-func (a *acq) finish(cause error) {
+func (a *Acq) finish(cause error) {
 	a.cancel(cause)
 	e := a.ext
 	if e == nil {
@@ -409,9 +439,9 @@ func (a *acq) finish(cause error) {
 	}
 }
 
-// extended moves a fixed lease's end on to end, unless it ended already or ends later; it reports
+// Extended moves a fixed lease's end on to end, unless it ended already or ends later; it reports
 // whether the acquisition was still held.
-func (a *acq) extended(end time.Time, lease time.Duration) bool {
+func (a *Acq) Extended(end time.Time, lease time.Duration) bool {
 	h := a.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -427,42 +457,73 @@ func (a *acq) extended(end time.Time, lease time.Duration) bool {
 	return true
 }
 
-// release releases the acquisition that ctx carries of owner's hold id with send, which runs the
+// Release releases the acquisition that ctx carries of owner's hold id with run, which runs the
 // release in Redis given the number of acquisitions Redis counts for the owner and the call's request
 // id (resent: a release of the acquisition that got no answer was sent under it before), and returns
 // how many are left, or an error wrapping ErrNotHeld. An exclusive hold is released innermost first: one with
 // others above it is ErrNotInnermost, and changes nothing.
 //
-// When this is the last acquisition the watchdog keeps, the renewal stops before send runs: a renewal
-// must never outlive the release. If send fails for another reason the hold is left as it was,
+// When this is the last acquisition the watchdog keeps, the renewal stops before run runs: a renewal
+// must never outlive the release. If run fails for another reason the hold is left as it was,
 // renewal included, so that the caller may try again.
-func (c *Client) release(ctx context.Context, id holdID, send func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error)) error {
-	a := acqIn(ctx, c, id)
+func (c *Holds) Release(ctx context.Context, id ID, run func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error)) error {
+	a := In(ctx, c, id)
 	c.mu.Lock()
 	h := c.holds[id]
 	c.mu.Unlock()
 	if a != nil && a.released.Load() {
-		return ErrNotHeld
+		return errs.ErrNotHeld
 	}
 	if h == nil || (a != nil && a.h != h) {
 		// A hold this client keeps no record of (an acquisition of a Client that was closed, say), or
 		// one that was lost: Redis says what is left, and the release clears it.
-		_, err := send("", 0, 0, c.RequestID(), false)
+		_, err := run("", 0, 0, c.s.RequestID(), false)
 		return err
 	}
 	if a == nil {
-		return ErrNotHeld
+		return errs.ErrNotHeld
 	}
+	b, err := h.bookRelease(a)
+	if err != nil {
+		return err
+	}
+	remaining, err := run(h.field, b.held, a.lease(), a.rid, b.resent)
+	switch {
+	case err == nil:
+		h.releasedIn(a, remaining)
+	case errors.Is(err, errs.ErrNotHeld):
+		h.mu.Lock()
+		h.settled()
+		h.mu.Unlock()
+		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", errs.ErrLost)))
+	default:
+		h.releaseFailed(a, b, err)
+	}
+	return err
+}
+
+// booking is a release on its way: how many acquisitions Redis counts for the owner, whether it is
+// sent again under the request id of one that got no answer, and the watchdog's entries it stopped.
+type booking struct {
+	held               int
+	resent             bool
+	stopped, unchecked *entry
+}
+
+// bookRelease waits until a's release may be sent (no other call of the hold on its way), and
+// books it: when a is the last acquisition the watchdog keeps, or the last with a fixed lease, its
+// renewal or check stops first. An acquisition released already, or not the innermost of an
+// exclusive hold, is refused.
+func (h *hold) bookRelease(a *Acq) (booking, error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	for {
 		i := slices.Index(h.stack, a)
 		switch {
 		case a.releasing, i < 0: // released, or lost while the record lives on for other acquisitions
-			h.mu.Unlock()
-			return ErrNotHeld
+			return booking{}, errs.ErrNotHeld
 		case !h.shared && i != len(h.stack)-1:
-			h.mu.Unlock()
-			return ErrNotInnermost
+			return booking{}, errs.ErrNotInnermost
 		}
 		if h.busy == 0 {
 			break
@@ -477,76 +538,70 @@ func (c *Client) release(ctx context.Context, id holdID, send func(field string,
 	}
 	a.releasing = true
 	h.busy = 1
-	held := h.held()
-	resent := a.rid != ""
-	if !resent {
-		a.rid = c.RequestID()
+	b := booking{held: h.held(), resent: a.rid != ""}
+	if !b.resent {
+		a.rid = h.c.s.RequestID()
 	}
-	var stopped, unchecked *entry
 	if a.watched && h.watched == 1 && h.entry != nil {
-		stopped, h.entry = h.entry, nil
-		c.watchdog.remove(stopped)
+		b.stopped, h.entry = h.entry, nil
+		h.c.watchdog.remove(b.stopped)
 	}
 	if !a.watched && h.fixed == 1 && h.checked != nil { // nor may a check find it released
-		unchecked, h.checked = h.checked, nil
-		c.watchdog.remove(unchecked)
+		b.unchecked, h.checked = h.checked, nil
+		h.c.watchdog.remove(b.unchecked)
 	}
-	h.mu.Unlock()
+	return b, nil
+}
 
-	remaining, err := send(h.field, held, a.lease(), a.rid, resent)
-	switch {
-	case err == nil:
-		a.released.Store(true)
-		h.mu.Lock()
-		h.drop(a)
-		var rest []*acq
-		if remaining <= 0 {
-			// Redis holds nothing more for the owner: whatever else this client counted is gone.
-			rest = h.takeAll()
-		} else {
-			h.extra = max(int(remaining)-len(h.stack), 0) // what Redis counts beyond the stack
+// releasedIn records that Redis released a, and counts remaining acquisitions for the owner.
+func (h *hold) releasedIn(a *Acq, remaining int64) {
+	a.released.Store(true)
+	h.mu.Lock()
+	h.drop(a)
+	var rest []*Acq
+	if remaining <= 0 {
+		// Redis holds nothing more for the owner: whatever else this client counted is gone.
+		rest = h.takeAll()
+	} else {
+		h.extra = max(int(remaining)-len(h.stack), 0) // what Redis counts beyond the stack
+	}
+	h.settled()
+	h.mu.Unlock()
+	h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
+	a.finish(errs.ErrReleased)
+	h.released(a)
+	if len(rest) > 0 {
+		cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", errs.ErrLost))
+		for _, r := range rest {
+			r.finish(cause)
 		}
-		h.settled()
-		h.mu.Unlock()
-		h.forgetIfIdle() // first: when a ctx ends, the client's record already says so
-		a.finish(ErrReleased)
-		h.released(a)
-		if len(rest) > 0 {
-			cause := h.err(fmt.Errorf("%w: released in Redis with this hold open", ErrLost))
-			for _, r := range rest {
-				r.finish(cause)
-			}
-			h.ended(rest, cause)
-		}
-		return nil
-	case errors.Is(err, ErrNotHeld):
-		h.mu.Lock()
-		h.settled()
-		h.mu.Unlock()
-		h.end(h.err(fmt.Errorf("%w: it was no longer held at release", ErrLost)))
-		return err
-	default:
-		h.mu.Lock()
-		a.releasing = false
-		if !isConnectionError(err) {
-			a.rid = "" // answered: Redis refused it, and changed nothing
-		}
-		if stopped != nil && h.entry == nil {
-			h.entry = stopped
-			c.watchdog.readd(stopped)
-		}
-		if unchecked != nil && h.checked == nil {
-			h.checked = unchecked
-			c.watchdog.readd(unchecked)
-		}
-		h.settled()
-		h.mu.Unlock()
-		return err
+		h.ended(rest, cause)
 	}
 }
 
+// releaseFailed leaves the hold as it was before the release b of a, renewal included, so that the
+// caller may try again: under the same request id when the release may have run (err is the
+// connection's).
+func (h *hold) releaseFailed(a *Acq, b booking, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a.releasing = false
+	if !send.IsConnectionError(err) {
+		a.rid = "" // answered: Redis refused it, and changed nothing
+	}
+	if b.stopped != nil && h.entry == nil {
+		h.entry = b.stopped
+		h.c.watchdog.readd(b.stopped)
+	}
+	if b.unchecked != nil && h.checked == nil {
+		h.checked = b.unchecked
+		h.c.watchdog.readd(b.unchecked)
+	}
+	h.settled()
+}
+
 // drop removes a from the stack. h.mu is held.
-func (h *hold) drop(a *acq) {
+func (h *hold) drop(a *Acq) {
 	if i := slices.Index(h.stack, a); i >= 0 {
 		h.stack = slices.Delete(h.stack, i, i+1)
 		if a.watched {
@@ -559,7 +614,7 @@ func (h *hold) drop(a *acq) {
 }
 
 // takeAll empties the stack and stops the renewal; it returns what was held. h.mu is held.
-func (h *hold) takeAll() []*acq {
+func (h *hold) takeAll() []*Acq {
 	all := h.stack
 	h.stack, h.extra = nil, 0
 	for _, a := range all {
@@ -579,17 +634,17 @@ func (h *hold) takeAll() []*acq {
 	return all
 }
 
-// loseHolds ends every hold this client has on key with cause (after a forced unlock, say): with a
+// Lose ends every hold this client has on key with cause (after a forced unlock, say): with a
 // tail, only the holds of a lock over a list of values on key that share one of its values.
-func (c *Client) loseHolds(key string, tail []string, cause error) {
+func (c *Holds) Lose(key string, tail []string, cause error) {
 	c.mu.Lock()
 	var all []*hold
 	for id, h := range c.holds { // rare (a forced unlock): a scan beats a second index
-		if id.key == key && len(tail) == 0 {
+		if id.Key == key && len(tail) == 0 {
 			all = append(all, h)
 			continue
 		}
-		values, ok := strings.CutPrefix(id.key, key+"\x00") // a group lock's values follow
+		values, ok := strings.CutPrefix(id.Key, key+"\x00") // a group lock's values follow
 		if ok && (len(tail) == 0 || slices.ContainsFunc(strings.Split(values, "\x00"), func(v string) bool {
 			return slices.Contains(tail, v)
 		})) {
@@ -627,7 +682,7 @@ func (h *hold) end(cause error) {
 // for ever, and whatever still waits on a's Done channel is told when the lease may have ended, as
 // for a lost hold. Otherwise a leaves the stack, so that the others can still be released, and is
 // still counted as held in Redis (the lock then stays until its lease ends).
-func abandoned(a *acq) {
+func abandoned(a *Acq) {
 	h := a.h
 	h.mu.Lock()
 	if a.releasing || !slices.Contains(h.stack, a) {
@@ -646,11 +701,11 @@ func abandoned(a *acq) {
 	if !freeze {
 		h.forgetIfIdle()
 		if a.watched {
-			a.finish(h.err(fmt.Errorf("%w: abandoned without Unlock", ErrLost)))
+			a.finish(h.err(fmt.Errorf("%w: abandoned without Unlock", errs.ErrLost)))
 		}
 	}
 	h.abandonedEvent(a, freeze)
-	h.c.cfg.logger().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
+	h.c.ev.Log().Warn("redisync: a hold's ctx was dropped without Unlock; it is no longer renewed and stays in Redis until its lease ends",
 		"kind", h.kind, "name", h.name, "owner", h.field, "holds_left_here", left)
 }
 
@@ -673,7 +728,7 @@ func (h *hold) forgetIfIdle() {
 	h.changed() // acquisitions waiting on this record look again, and find a new one
 }
 
-func (h *hold) err(err error) error { return Errorf(h.kind, h.name, err) }
+func (h *hold) err(err error) error { return errs.Errorf(h.kind, h.name, err) }
 
 // WithHoldsOf returns ctx carrying, besides its own, the acquisitions that from carries: a composite
 // lock re-enters its parts through it, with the caller's ctx for everything else.
@@ -689,4 +744,19 @@ func (x *holdsOf) Value(key any) any {
 		return x
 	}
 	return x.Context.Value(key)
+}
+
+// Detach returns ctx without its cancellation (context.WithoutCancel), or ctx itself when it cannot
+// be cancelled anyway, which spares an allocation on the common path.
+func Detach(ctx context.Context) context.Context {
+	switch x := ctx.(type) {
+	case *heldCtx:
+		return &x.detached
+	case *detachedCtx:
+		return x
+	}
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }

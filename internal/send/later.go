@@ -1,4 +1,4 @@
-package core
+package send
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const flushBound = time.Second
 // DeleteLater removes key soon, or only its hash fields when fields are given, without waiting for
 // it: deletes queued while one batch is on its way go out together in the next. After Close it does
 // nothing.
-func (c *Client) DeleteLater(key string, fields ...string) {
+func (c *Sender) DeleteLater(key string, fields ...string) {
 	if len(fields) == 0 {
 		c.later(key, "", false)
 	}
@@ -34,7 +34,7 @@ func (c *Client) DeleteLater(key string, fields ...string) {
 	}
 }
 
-func (c *Client) later(key, field string, isField bool) {
+func (c *Sender) later(key, field string, isField bool) {
 	d := &c.deletes
 	d.mu.Lock()
 	if c.isClosed() {
@@ -63,7 +63,7 @@ func (c *Client) later(key, field string, isField bool) {
 	}
 }
 
-func (c *Client) sendDeletes() {
+func (c *Sender) sendDeletes() {
 	d := &c.deletes
 	defer d.wg.Done()
 	for {
@@ -95,7 +95,7 @@ func (c *Client) sendDeletes() {
 // sendDeleteBatch deletes the fields of batch and the keys, and sends again, until ctx ends, the
 // deletes whose connection failed: a delete is idempotent, and one lost with its connection (a
 // connection that a lost call's failure took down with it) would leave its key for its whole TTL.
-func (c *Client) sendDeleteBatch(ctx context.Context, batch map[string][]string, keys []string) {
+func (c *Sender) sendDeleteBatch(ctx context.Context, batch map[string][]string, keys []string) {
 	type del struct {
 		key    string
 		fields []string
@@ -107,7 +107,7 @@ func (c *Client) sendDeleteBatch(ctx context.Context, batch map[string][]string,
 	for _, key := range keys { // one command per key: a cluster routes each by its slot
 		dels = append(dels, del{key: key})
 	}
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, resendBackoff) {
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, ResendBackoff) {
 		cmds := make(rueidis.Commands, len(dels))
 		for i, d := range dels {
 			if len(d.fields) > 0 {
@@ -118,7 +118,7 @@ func (c *Client) sendDeleteBatch(ctx context.Context, batch map[string][]string,
 		}
 		var failed []del
 		for i, res := range c.rdb.DoMulti(ctx, cmds...) {
-			if isConnectionError(res.Error()) {
+			if IsConnectionError(res.Error()) {
 				failed = append(failed, dels[i])
 			}
 		}
@@ -139,7 +139,7 @@ func (c *Client) sendDeleteBatch(ctx context.Context, batch map[string][]string,
 }
 
 // closeDeletes waits for the last batch, which the closing of c.done sends.
-func (c *Client) closeDeletes() {
+func (c *Sender) closeDeletes() {
 	c.deletes.mu.Lock() // no DeleteLater starts the goroutine after this: c.closed is set
 	c.deletes.mu.Unlock()
 	c.deletes.wg.Wait()

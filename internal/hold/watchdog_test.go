@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -29,12 +30,12 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 		w := newWatchdog(stalled, nil, ttl, false)
 		defer w.close()
 		script := lua.Load("rlock_renew.lua")
-		other := w.add(nil, renewal{script: script, keys: []string{"other"}, args: []string{"o"}}, lostFunc(func(error) {}), false)
+		other := w.add(nil, Renewal{Script: script, Keys: []string{"other"}, Args: []string{"o"}}, lostFunc(func(error) {}), false)
 		w.confirm(other, time.Now())
 
 		lost := make(chan time.Time, 1)
 		var cause error
-		e := w.add(nil, renewal{script: script, keys: []string{"late"}, args: []string{"o"}}, lostFunc(func(err error) {
+		e := w.add(nil, Renewal{Script: script, Keys: []string{"late"}, Args: []string{"o"}}, lostFunc(func(err error) {
 			cause = err
 			lost <- time.Now()
 		}), false)
@@ -51,7 +52,7 @@ func TestWatchdogEndsHoldWhoseFirstRenewalIsLate(t *testing.T) {
 			if at.Before(start.Add(ttl - Drift(ttl))) {
 				t.Fatalf("holder told %v before the lease's end less the drift allowance", start.Add(ttl-Drift(ttl)).Sub(at))
 			}
-			if !errors.Is(cause, ErrLost) {
+			if !errors.Is(cause, errs.ErrLost) {
 				t.Fatalf("cause %v, want ErrLost", cause)
 			}
 		case <-time.After(2 * ttl):

@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -7,73 +7,41 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/minitest"
+	"github.com/redisync/redisync/internal/send"
 )
 
-// newMini returns a Client on an embedded server (testkit.Mini cannot be used here: it imports this
-// package).
-func newMini(t *testing.T) *Client {
+// newMini returns the holds of a client on an embedded server.
+func newMini(t *testing.T) *Holds {
 	t.Helper()
-	_, c := newMiniServer(t)
+	_, rdb := minitest.Mini(t)
+	s := send.New(rdb, true, "test", 0, 0)
+	c := New(s, &Events{}, 30*time.Second, false)
+	t.Cleanup(func() {
+		s.Shut()
+		c.Close()
+		s.Drain()
+	})
 	return c
 }
 
-// newMiniServer is newMini that returns the server too.
-func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Client) {
-	t.Helper()
-	m := miniredis.RunT(t)
-	rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(rdb, true, Config{StallBound: 12 * time.Second}) // as package redisync gives rueidis's defaults
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return m, c
-}
+// testLock is an object whose acquisitions need no script: only the holds are exercised.
+type testLock struct{ shared bool }
 
-// A client lists itself again only once the last listing of that record is older than the period,
-// and a late note of an older listing does not hide a newer one.
-func TestListAgain(t *testing.T) {
-	c := newMini(t)
-	const every = time.Hour
-	if !c.listAgain("clients:{a}", every) {
-		t.Fatal("never listed: must list")
-	}
-	now := time.Now()
-	c.listed("clients:{a}", now, every)
-	if c.listAgain("clients:{a}", every) {
-		t.Error("listed just now: must not list again")
-	}
-	if !c.listAgain("clients:{b}", every) {
-		t.Error("another record: must list")
-	}
-	c.listed("clients:{a}", now.Add(-2*every), every) // an older try's answer, late
-	if c.listAgain("clients:{a}", every) {
-		t.Error("an older listing replaced a newer one")
-	}
-	c.listed("clients:{c}", now.Add(-2*every), every)
-	if !c.listAgain("clients:{c}", every) {
-		t.Error("listed longer ago than the period: must list again")
-	}
-}
-
-// testLock is a lock whose acquisitions need no script: only the holds are exercised.
-func testLock(c *Client, shared bool) *Lock {
-	return &Lock{c: c, spec: &Spec{Kind: "test", Shared: shared}, plan: &specPlan{}, name: "gate", lease: time.Minute}
+func (l testLock) Describe() (string, string, bool) { return "test", "gate", l.shared }
+func (testLock) Field(owner int64) (string, Renewal) {
+	return send.Numbered([]string{"test"}, owner), Renewal{}
 }
 
 // holdNow acquires a hold of id through ctx without a command, as a try that succeeded would.
-func holdNow(t *testing.T, c *Client, l *Lock, ctx context.Context, id holdID) context.Context {
+func holdNow(t *testing.T, c *Holds, l testLock, ctx context.Context, id ID) context.Context {
 	t.Helper()
-	h, _, _, err := c.enter(ctx, l, id, 0, false)
-	if err != nil {
+	a := new(Acq)
+	if _, _, err := c.Enter(ctx, a, l, id, 0, false); err != nil {
 		t.Fatalf("enter: %v", err)
 	}
-	return h.commit(ctx, new(acq), l.lease, time.Now(), false)
+	return a.Commit(ctx, time.Minute, time.Now(), false, false)
 }
 
 // While a call of a hold is on its way no other is sent: not an acquisition, not even a re-entry
@@ -84,15 +52,15 @@ func holdNow(t *testing.T, c *Client, l *Lock, ctx context.Context, id holdID) c
 func TestOneCallOfAHoldAtATime(t *testing.T) {
 	c := newMini(t)
 	for _, shared := range []bool{false, true} {
-		l := testLock(c, shared)
-		id := holdID{"gate", 1, ""}
+		l := testLock{shared}
+		id := ID{"gate", 1, ""}
 		ctx := withOwnerID(context.Background(), 1)
 		outer := holdNow(t, c, l, ctx, id)
 		inner := holdNow(t, c, l, outer, id)
 		entered, proceed := make(chan int, 1), make(chan struct{})
 		done := make(chan error, 1)
 		go func() {
-			done <- c.release(inner, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
+			done <- c.Release(inner, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
 				entered <- held
 				<-proceed
 				return int64(held - 1), nil
@@ -101,12 +69,12 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		if n := <-entered; n != 2 {
 			t.Fatalf("shared %v: release sent with %d held, want 2", shared, n)
 		}
-		if _, _, _, err := c.enter(inner, l, id, 0, false); !errors.Is(err, ErrNotAcquired) {
-			t.Fatalf("shared %v: re-entry during the release: %v, want ErrNotAcquired and nothing sent", shared, err)
+		if _, _, err := c.Enter(inner, new(Acq), l, id, 0, false); !errors.Is(err, errs.ErrNotAcquired) {
+			t.Fatalf("shared %v: re-entry during the release: %v, want errs.ErrNotAcquired and nothing sent", shared, err)
 		}
 		second := make(chan error, 1)
 		go func() {
-			second <- c.release(outer, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
+			second <- c.Release(outer, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
 				if held != 1 {
 					t.Errorf("shared %v: second release sent with %d held, want 1", shared, held)
 				}
@@ -115,7 +83,7 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 		}()
 		if !shared {
 			// Exclusive holds are released innermost first: the outer one is refused at once.
-			if err := <-second; !errors.Is(err, ErrNotInnermost) {
+			if err := <-second; !errors.Is(err, errs.ErrNotInnermost) {
 				t.Fatalf("outer release during the inner's: %v, want ErrNotInnermost", err)
 			}
 		} else {
@@ -130,7 +98,7 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !shared {
-			second <- c.release(outer, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
+			second <- c.Release(outer, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
 				return int64(held - 1), nil
 			})
 		}
@@ -147,14 +115,14 @@ func TestOneCallOfAHoldAtATime(t *testing.T) {
 // next call is sent with the count Redis keeps.
 func TestAbandonedAcquisitionsStayCounted(t *testing.T) {
 	c := newMini(t)
-	l := testLock(c, false)
-	id := holdID{"gate", 1, ""}
+	l := testLock{false}
+	id := ID{"gate", 1, ""}
 	ctx := withOwnerID(context.Background(), 1)
 	outer := holdNow(t, c, l, ctx, id)
 	inner := holdNow(t, c, l, outer, id)
 	abandoned(outer.(*heldCtx).a) // the outer hold's ctx was dropped
 	var sent int
-	if err := c.release(inner, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
+	if err := c.Release(inner, id, func(_ string, held int, _ time.Duration, _ string, _ bool) (int64, error) {
 		sent = held
 		return int64(held - 1), nil
 	}); err != nil {
@@ -169,12 +137,12 @@ func TestAbandonedAcquisitionsStayCounted(t *testing.T) {
 // releases once, whatever the first send did.
 func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 	c := newMini(t)
-	l := testLock(c, false)
-	id := holdID{"gate", 1, ""}
+	l := testLock{false}
+	id := ID{"gate", 1, ""}
 	held := holdNow(t, c, l, withOwnerID(context.Background(), 1), id)
 	var rids []string
 	var resents []bool
-	send := func(fail bool) func(string, int, time.Duration, string, bool) (int64, error) {
+	releaser := func(fail bool) func(string, int, time.Duration, string, bool) (int64, error) {
 		return func(_ string, _ int, _ time.Duration, rid string, resent bool) (int64, error) {
 			rids, resents = append(rids, rid), append(resents, resent)
 			if fail {
@@ -183,16 +151,16 @@ func TestUnansweredReleaseIsSentAgain(t *testing.T) {
 			return 0, nil
 		}
 	}
-	if err := c.release(held, id, send(true)); !isConnectionError(err) {
+	if err := c.Release(held, id, releaser(true)); !send.IsConnectionError(err) {
 		t.Fatalf("first Unlock: %v, want the connection's error", err)
 	}
-	if err := c.release(held, id, send(false)); err != nil {
+	if err := c.Release(held, id, releaser(false)); err != nil {
 		t.Fatal(err)
 	}
 	if len(rids) != 2 || rids[0] != rids[1] || resents[0] || !resents[1] {
 		t.Fatalf("sends %q resent %v: want the same request id, sent again the second time", rids, resents)
 	}
-	if !errors.Is(context.Cause(held), ErrReleased) {
+	if !errors.Is(context.Cause(held), errs.ErrReleased) {
 		t.Fatalf("cause %v, want ErrReleased", context.Cause(held))
 	}
 }

@@ -1,4 +1,4 @@
-package core
+package send
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -40,13 +41,17 @@ type replicationError struct {
 // Error names ErrNotReplicated with the WAIT's error, or with how many replicas acknowledged.
 func (e *replicationError) Error() string {
 	if e.err != nil {
-		return fmt.Sprintf("%v: %v", ErrNotReplicated, e.err)
+		return fmt.Sprintf("%v: %v", errs.ErrNotReplicated, e.err)
 	}
-	return fmt.Sprintf("%v: %d of %d acknowledged", ErrNotReplicated, e.acked, e.want)
+	return fmt.Sprintf("%v: %d of %d acknowledged", errs.ErrNotReplicated, e.acked, e.want)
 }
 
 // Unwrap makes errors.Is(err, ErrNotReplicated) true.
-func (e *replicationError) Unwrap() error { return ErrNotReplicated }
+func (e *replicationError) Unwrap() error { return errs.ErrNotReplicated }
+
+// NotReplicated returns what an acquiring send answers when acked of want replicas acknowledged
+// its write in time: an error matching errs.ErrNotReplicated that Lagging reports.
+func NotReplicated(acked, want int64) error { return &replicationError{acked: acked, want: want} }
 
 // splitReplication separates an acquiring call's result into the script's reply and the replication
 // error, if any.
@@ -170,7 +175,7 @@ func parseReplicaInfo(info string) replicaInfo {
 // replicas (and WAITAOF for the master's own fsync when it writes an AOF). WAIT counts only the
 // writes of the connection it is sent on, which is why the two go in one DoMulti: rueidis sends a
 // DoMulti that contains a blocking command on one dedicated connection, in order.
-func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+func (c *Sender) runAcked(ctx context.Context, b Bounds, s *lua.Script, keys, args []string) rueidis.RedisResult {
 	var key string
 	var slot uint16
 	if len(keys) > 0 {
@@ -183,8 +188,8 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	want, need := int64(c.cfg.ReplicaAck), int64(c.cfg.ReplicaAck)
-	switch c.cfg.ReplicaAck {
+	want, need := int64(c.ack), int64(c.ack)
+	switch c.ack {
 	case allReplicas:
 		want, need = ri.replicas, min(ri.replicas, 1)
 	case firstReplica:
@@ -193,11 +198,11 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if want == 0 && !ri.waitAOF {
 		return s.Exec(ctx, c.rdb, keys, args) // nothing to wait for: a master without replicas
 	}
-	// Within a try's bound (wait.go), WAIT gives up in time for its answer to come back before it:
+	// Within a try's bound (package waiting), WAIT gives up in time for its answer to come back before it:
 	// the caller learns that the replicas lag, and what was acquired is given back before it returns.
-	timeout := c.cfg.ReplicaAckTimeout
-	if b, ok := ctx.Value(resendKey{}).(resendBounds); ok && !b.refused.IsZero() {
-		timeout = min(timeout, time.Until(b.refused)-Overtime/2)
+	timeout := c.ackTimeout
+	if !b.Refused.IsZero() {
+		timeout = min(timeout, time.Until(b.Refused)-Overtime/2)
 	}
 	ms := max(timeout.Milliseconds(), 1)
 	cmds := rueidis.Commands{s.EvalCommand(c.rdb, keys, args)}
@@ -211,36 +216,43 @@ func (c *Client) runAcked(ctx context.Context, s *lua.Script, keys, args []strin
 	if res[0].Error() != nil {
 		return res[0] // the script failed: it wrote nothing to acknowledge
 	}
-	fail := func(acked int64, err error) rueidis.RedisResult {
+	if acked, err := acknowledged(res[1:], want > 0, need, ri.waitAOF); err != nil || acked < need {
 		c.replicas.forget(slot)
 		return rueidis.NewErrorResult(&replicationError{acked: acked, want: need, reply: res[0], err: err})
 	}
-	i := 1
-	if want > 0 {
-		acked, err := res[i].AsInt64()
-		if err != nil || acked < need {
-			return fail(acked, err)
+	return res[0]
+}
+
+// acknowledged reads the answers of WAIT (when waited) and WAITAOF (aof): how many replicas
+// acknowledged the write, or need when WAIT was not sent, and an error when either failed or the
+// master did not fsync its AOF in time.
+func acknowledged(res []rueidis.RedisResult, waited bool, need int64, aof bool) (int64, error) {
+	acked := need
+	if waited {
+		var err error
+		if acked, err = res[0].AsInt64(); err != nil || acked < need {
+			return acked, err
 		}
-		i++
+		res = res[1:]
 	}
-	if ri.waitAOF {
-		local, err := res[i].AsIntSlice()
+	if aof {
+		local, err := res[0].AsIntSlice()
 		if err == nil && (len(local) == 0 || local[0] < 1) {
 			err = errors.New("the master did not fsync its AOF in time")
 		}
 		if err != nil {
-			return fail(0, err)
+			return 0, err
 		}
 	}
-	return res[0]
+	return acked, nil
 }
 
 // AcksReplicas reports whether an acquisition of key waits for replicas: a release must not hand key
 // to a waiter then, since only the waiter's own try waits for the replicas. It never waits: with
 // allReplicas it answers by what the acquisition's first try learnt of the master, and true when
 // nothing is known (that try failed).
-func (c *Client) AcksReplicas(key string) bool {
-	switch c.cfg.ReplicaAck {
+func (c *Sender) AcksReplicas(key string) bool {
+	switch c.ack {
 	case 0:
 		return false
 	case allReplicas, firstReplica:
@@ -249,9 +261,17 @@ func (c *Client) AcksReplicas(key string) bool {
 			slot = Slot(key)
 		}
 		ri, ok := c.replicas.peek(slot)
-		return !ok || ri.replicas > 0 || (ri.waitAOF && c.cfg.ReplicaAck == allReplicas)
+		return !ok || ri.replicas > 0 || (ri.waitAOF && c.ack == allReplicas)
 	}
 	return true
+}
+
+// Lagging reports whether err says that a try acquired what too few replicas acknowledged within
+// the timeout (and was given back): they may catch up, so a wait goes on. A WAIT that failed
+// (NOPERM, a connection that broke) is an answer like any other error.
+func Lagging(err error) bool {
+	var re *replicationError
+	return errors.As(err, &re) && re.err == nil
 }
 
 func withSlot(cmd rueidis.Completed, key string) rueidis.Completed {

@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -11,29 +11,32 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/lua"
 )
 
-// renewal says how the watchdog renews one hold. script renews a batch of holds of one kind in one
+// Renewal says how the watchdog renews one hold. Script renews a batch of holds of one kind in one
 // call: KEYS are the keys of every hold in turn, ARGV is the TTL in milliseconds followed by the args
 // of every hold in turn, and it returns one integer per hold: 1 renewed, 0 gone. Every hold of one
 // script has the same number of keys; a hold's args may say how many of them follow (a group lock's
 // values).
-type renewal struct {
-	script     *lua.Script
-	keys, args []string
-	// l and field, when l is set, give the args instead: a lock's, built only when a round renews.
-	l     *Lock
-	field string
+type Renewal struct {
+	Script     *lua.Script
+	Keys, Args []string
+	// By and Field, when By is set, give the args instead: a lock's, built only when a round renews.
+	By interface {
+		RenewArgs(dst []string, field string) []string
+	}
+	Field string
 }
 
 // appendArgs appends the renewal's args to dst.
-func (r *renewal) appendArgs(dst []string) []string {
-	if r.l == nil {
-		return append(dst, r.args...)
+func (r *Renewal) appendArgs(dst []string) []string {
+	if r.By == nil {
+		return append(dst, r.Args...)
 	}
-	v := call{vField: r.field}
-	return r.l.appendArgs(dst, sRenew, &v)
+	return r.By.RenewArgs(dst, r.Field)
 }
 
 // maxBatch and maxBatchArgs bound the holds renewed by one script call, and their args together, so
@@ -45,7 +48,7 @@ const (
 
 // entry is one hold registered with the watchdog.
 type entry struct {
-	spec renewal
+	spec Renewal
 	lost loser
 	slot uint16
 	// fixed: a hold with a fixed lease, never renewed, and only checked when its node may have lost
@@ -62,10 +65,10 @@ type entry struct {
 // ticker at a third of the TTL, and one script call per batch of holds of the same kind and slot,
 // however many holds there are.
 type watchdog struct {
-	// exec sends a renewal, as an acquisition when acked (replicas acknowledge it), sent again at once
+	// exec sends a Renewal, as an acquisition when acked (replicas acknowledge it), sent again at once
 	// after a connection failure within bound.
 	exec func(ctx context.Context, s *lua.Script, keys, args []string, acked bool, bound time.Duration) rueidis.RedisResult
-	// failed hears of every batch whose renewal failed for a transient reason.
+	// failed hears of every batch whose Renewal failed for a transient reason.
 	failed func(batch []*entry, err error)
 	ttl    time.Duration
 	// cluster: batches are split by slot, since a script's keys must share one.
@@ -95,15 +98,15 @@ type lostFunc func(error)
 
 func (f lostFunc) lost(err error) { f(err) }
 
-// add registers the renewal spec of a hold, in e unless it is nil; fixed: the hold has a fixed lease,
+// add registers the Renewal spec of a hold, in e unless it is nil; fixed: the hold has a fixed lease,
 // and is only checked (see check).
-func (w *watchdog) add(e *entry, spec renewal, lost loser, fixed bool) *entry {
+func (w *watchdog) add(e *entry, spec Renewal, lost loser, fixed bool) *entry {
 	if e == nil {
 		e = new(entry)
 	}
 	*e = entry{spec: spec, lost: lost, fixed: fixed}
-	if w.cluster && len(spec.keys) > 0 {
-		e.slot = Slot(spec.keys[0])
+	if w.cluster && len(spec.Keys) > 0 {
+		e.slot = send.Slot(spec.Keys[0])
 	}
 	w.readd(e)
 	return e
@@ -179,7 +182,7 @@ func (w *watchdog) close() {
 }
 
 // run renews every third of the TTL, one round at a time and off this loop, so that a round stuck on a
-// stalled server does not delay the expiry timer: a hold that no renewal has extended is reported lost
+// stalled server does not delay the expiry timer: a hold that no Renewal has extended is reported lost
 // at the moment its lease may have ended, whether its renewals failed, are still in flight, or have
 // not started (a round stuck past a tick skips it).
 func (w *watchdog) run() {
@@ -218,7 +221,7 @@ func (w *watchdog) run() {
 		case answered := <-finished:
 			renewing = false
 			if checking && !answered {
-				time.AfterFunc(resendBackoff, w.check) // until Redis answers
+				time.AfterFunc(send.ResendBackoff, w.check) // until Redis answers
 			}
 			if checkNext {
 				start(true)
@@ -247,7 +250,7 @@ func (w *watchdog) arm(t *time.Timer) {
 	}
 }
 
-// expire reports lost every hold whose lease may have ended: no renewal has extended it in time,
+// expire reports lost every hold whose lease may have ended: no Renewal has extended it in time,
 // or none was sent since its ctx was dropped without Unlock (frozen).
 func (w *watchdog) expire() {
 	now := time.Now()
@@ -265,10 +268,10 @@ func (w *watchdog) expire() {
 	}
 	w.mu.Unlock()
 	for _, e := range lost {
-		e.lost.lost(fmt.Errorf("%w: renewal failed until the lease may have ended", ErrLost))
+		e.lost.lost(fmt.Errorf("%w: Renewal failed until the lease may have ended", errs.ErrLost))
 	}
 	for _, e := range abandoned {
-		e.lost.lost(fmt.Errorf("%w: abandoned without Unlock, its lease may have ended", ErrLost))
+		e.lost.lost(fmt.Errorf("%w: abandoned without Unlock, its lease may have ended", errs.ErrLost))
 	}
 }
 
@@ -286,7 +289,7 @@ func (w *watchdog) renew(ctx context.Context, check bool) bool {
 	groups := make(map[batchKey][]*entry)
 	for e := range w.set {
 		if (e.confirmed && !e.frozen) || (check && e.fixed) {
-			k := batchKey{e.spec.script, e.slot, e.fixed}
+			k := batchKey{e.spec.Script, e.slot, e.fixed}
 			groups[k] = append(groups[k], e)
 		}
 	}
@@ -305,9 +308,9 @@ func (w *watchdog) renew(ctx context.Context, check bool) bool {
 			ttl = "0" // look, do not touch
 		}
 		for len(entries) > 0 {
-			n, args := 1, len(entries[0].spec.args)
-			for n < min(len(entries), maxBatch) && args+len(entries[n].spec.args) <= maxBatchArgs {
-				args += len(entries[n].spec.args)
+			n, args := 1, len(entries[0].spec.Args)
+			for n < min(len(entries), maxBatch) && args+len(entries[n].spec.Args) <= maxBatchArgs {
+				args += len(entries[n].spec.Args)
 				n++
 			}
 			batch := entries[:n]
@@ -328,20 +331,20 @@ func (w *watchdog) renew(ctx context.Context, check bool) bool {
 // renewBatch renews batch (checks it, with ttl "0"), and reports whether Redis answered; check says
 // why it was sent, for the cause of what it finds lost.
 func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl string, batch []*entry, check bool) bool {
-	keys := make([]string, 0, len(batch)*len(batch[0].spec.keys))
-	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.keys))
+	keys := make([]string, 0, len(batch)*len(batch[0].spec.Keys))
+	args := make([]string, 1, 1+len(batch)*len(batch[0].spec.Keys))
 	args[0] = ttl
 	for _, e := range batch {
-		keys = append(keys, e.spec.keys...)
+		keys = append(keys, e.spec.Keys...)
 		args = e.spec.appendArgs(args)
 	}
-	// A renewal is idempotent: after a connection failure (a restart breaks every pipelined
+	// A Renewal is idempotent: after a connection failure (a restart breaks every pipelined
 	// connection once) send re-sends it at once, within the round. The lease counts from the send
 	// that was answered, which is no later than this.
 	sent := time.Now()
 	res, err := w.exec(ctx, script, keys, args, ttl != "0", w.ttl/3).AsIntSlice() // a check writes nothing to acknowledge
 	if err == nil && len(res) != len(batch) {
-		err = fmt.Errorf("renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
+		err = fmt.Errorf("Renewal script %s returned %d results for %d holds", script.Name(), len(res), len(batch))
 	}
 	var lost []*entry
 	w.mu.Lock()
@@ -350,7 +353,7 @@ func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 			continue // released meanwhile
 		}
 		switch {
-		case err != nil: // transient: the expiry timer ends the hold unless a renewal comes in time
+		case err != nil: // transient: the expiry timer ends the hold unless a Renewal comes in time
 		case res[i] == 1:
 			if e.fixed {
 				break
@@ -364,9 +367,9 @@ func (w *watchdog) renewBatch(ctx context.Context, script *lua.Script, ttl strin
 		}
 	}
 	w.mu.Unlock()
-	cause := fmt.Errorf("%w: renewal found it gone", ErrLost)
+	cause := fmt.Errorf("%w: Renewal found it gone", errs.ErrLost)
 	if check {
-		cause = fmt.Errorf("%w: gone after a reconnect (the server restarted or failed over without it)", ErrLost)
+		cause = fmt.Errorf("%w: gone after a reconnect (the server restarted or failed over without it)", errs.ErrLost)
 	}
 	for _, e := range lost {
 		e.lost.lost(cause)

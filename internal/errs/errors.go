@@ -1,4 +1,6 @@
-package core
+// Package errs is the bottom of the engine: the sentinel errors every layer returns, the errors that
+// name the object they concern, and Redis's refusals told as sentinels (refusal.go).
+package errs
 
 import (
 	"errors"

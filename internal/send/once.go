@@ -1,4 +1,4 @@
-package core
+package send
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -25,7 +26,7 @@ import (
 // that changes state is written so that its Resent variant acts only if the first send did not, and
 // otherwise answers what the first send did: it finds the first send's trace (the hold count the
 // client expected, a permit's or a grant's id, or the answer kept under the call's request id, the
-// memo). A memo lives for memoTTL at most and is deleted once its answer is in.
+// memo). A memo lives for lua.MemoTTL at most and is deleted once its answer is in.
 //
 // Redis may also refuse a script without running it (see isRefused): while its slot moves between
 // cluster masters (TRYAGAIN), while the cluster is down or the server loads its data, or on a node
@@ -42,16 +43,22 @@ import (
 // rides through a move that takes less (a slot of a few keys moves in milliseconds).
 const RetryBound = 5 * time.Second
 
+// Overtime is how long past the end of a wait a call waits for the answer to what it sent at that
+// end: the last try of a wait bound, a waiter's leaving (see CleanUp). A server that answers does so
+// well within it; one that stalls, or has gone, holds the caller no longer, and the command finishes
+// or fails on its own, giving back what it acquired.
+const Overtime = 250 * time.Millisecond
+
 // undoBound is how long a clean-up keeps being sent (a give-back of what a try took, a waiter's
 // leaving): within the life of a memo (lua.MemoTTL), so that a give-back still finds what it undoes,
 // and longer than any call waits, so that a move or a failover that outlasted the call does not leave
 // its clean-up undone.
 const undoBound = 30 * time.Second
 
-// resendBackoff is the longest pause between two sends of a call whose connection keeps failing or
+// ResendBackoff is the longest pause between two sends of a call whose connection keeps failing or
 // that Redis keeps refusing; refusedPause the first pause after a refusal, which Redis answers at once.
 const (
-	resendBackoff = 250 * time.Millisecond
+	ResendBackoff = 250 * time.Millisecond
 	refusedPause  = 10 * time.Millisecond
 )
 
@@ -59,30 +66,37 @@ const (
 // it send s.Resent() again, and a refusal s as it was, within RetryBound. When ctx can end, Send
 // returns at its end and the call goes on in the background until answered or the bound passes: it
 // takes effect once or not at all, never twice.
-func (c *Client) Send(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
-	return c.sendAway(ctx, s, keys, args, false)
+func (c *Sender) Send(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+	return c.sendAway(ctx, Bounds{}, s, keys, args, false)
 }
 
 // SendAcquiring is Send for a script that takes or extends a hold (an acquisition, a renewal, a
-// fencing increment): with replica acknowledgement on, WAIT follows it (see replicas.go). notReplicated
-// matches ErrNotReplicated when too few replicas acknowledged it: reply is still the script's, and
-// what it acquired must be given back.
-func (c *Client) SendAcquiring(ctx context.Context, s *lua.Script, keys, args []string) (reply rueidis.RedisResult, notReplicated error) {
-	return splitReplication(c.sendAway(ctx, s, keys, args, true))
+// fencing increment), sent again within b (a try within its wait's bounds; zero: RetryBound alone):
+// with replica acknowledgement on, WAIT follows it (see replicas.go), and ends within b.Refused.
+// notReplicated matches ErrNotReplicated when too few replicas acknowledged it: reply is still the
+// script's, and what it acquired must be given back.
+func (c *Sender) SendAcquiring(ctx context.Context, b Bounds, s *lua.Script, keys, args []string) (reply rueidis.RedisResult, notReplicated error) {
+	return splitReplication(c.sendAway(ctx, b, s, keys, args, true))
 }
 
-func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
+// Bounds say until when a call is sent again after a connection failure (Lost) and after a
+// refusal (Refused); zero for no bound but RetryBound. A WAIT for the replicas ends within Refused
+// too (a wait's end or ctx's deadline), not within Lost: a single try's WAIT takes the replicas'
+// whole timeout, as a try without a bound does.
+type Bounds struct{ Lost, Refused time.Time }
+
+func (c *Sender) sendAway(ctx context.Context, b Bounds, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
 	if c.isClosed() {
-		return rueidis.NewErrorResult(ErrClosed)
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	if ctx.Done() == nil {
-		return c.closing(c.send(ctx, s, keys, args, acquires, RetryBound))
+		return c.closing(c.send(ctx, b, s, keys, args, acquires, RetryBound))
 	}
 	// The call may outlive this one: it gets copies, so that callers may pass buffers of their own.
 	k, a := slices.Clone(keys), slices.Clone(args)
 	done := make(chan rueidis.RedisResult, 1)
-	if !c.background(func() { done <- c.send(context.WithoutCancel(ctx), s, k, a, acquires, RetryBound) }) {
-		return rueidis.NewErrorResult(ErrClosed)
+	if !c.background(func() { done <- c.send(context.WithoutCancel(ctx), b, s, k, a, acquires, RetryBound) }) {
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	select {
 	case res := <-done:
@@ -93,31 +107,37 @@ func (c *Client) sendAway(ctx context.Context, s *lua.Script, keys, args []strin
 }
 
 // closing returns ErrClosed for a call whose connection failed because Close closed it.
-func (c *Client) closing(res rueidis.RedisResult) rueidis.RedisResult {
-	if err := res.Error(); err != nil && isConnectionError(err) && c.isClosed() {
-		return rueidis.NewErrorResult(ErrClosed)
+func (c *Sender) closing(res rueidis.RedisResult) rueidis.RedisResult {
+	if err := res.Error(); err != nil && IsConnectionError(err) && c.isClosed() {
+		return rueidis.NewErrorResult(errs.ErrClosed)
 	}
 	return res
 }
 
+// Resend is Send on ctx, which must not end before the call does, sent again after connection
+// failures and refusals for up to bound: the watchdog's renewals, which a restart must not cost a
+// round. acquires: replicas acknowledge it, as SendAcquiring's.
+func (c *Sender) Resend(ctx context.Context, s *lua.Script, keys, args []string, acquires bool, bound time.Duration) rueidis.RedisResult {
+	return c.send(ctx, Bounds{}, s, keys, args, acquires, bound)
+}
+
 // send runs the call on ctx, which must not end before the call does, sending it again after
-// connection failures and refusals for up to bound.
-func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, acquires bool, bound time.Duration) rueidis.RedisResult {
-	res := c.exec(ctx, s, keys, args, acquires)
-	lost := isConnectionError(res.Error())
-	if !lost && !isRefused(res.Error()) {
+// connection failures and refusals for up to bound, and within b.
+func (c *Sender) send(ctx context.Context, b Bounds, s *lua.Script, keys, args []string, acquires bool, bound time.Duration) rueidis.RedisResult {
+	res := c.exec(ctx, b, s, keys, args, acquires)
+	lost := IsConnectionError(res.Error())
+	if !lost && !IsRefused(res.Error()) {
 		return res
 	}
 	deadline := time.Now().Add(bound)
-	b, _ := ctx.Value(resendKey{}).(resendBounds) // a try within its wait's bounds (wait.go)
-	var unanswered rueidis.RedisResult            // the last send that may have run, if any
+	var unanswered rueidis.RedisResult // the last send that may have run, if any
 	mayHaveRun := false
 	next := s
 	pause := time.Duration(0) // the first send after a connection failure goes at once: rueidis dials anew
 	for {
-		by, within := deadline, b.refused
+		by, within := deadline, b.Refused
 		if lost {
-			unanswered, mayHaveRun, next, within = res, true, s.Resent(), b.lost
+			unanswered, mayHaveRun, next, within = res, true, s.Resent(), b.Lost
 		} else {
 			pause = max(pause, refusedPause)
 		}
@@ -130,16 +150,16 @@ func (c *Client) send(ctx context.Context, s *lua.Script, keys, args []string, a
 			}
 			return res
 		}
-		res = c.exec(ctx, next, keys, args, acquires)
-		if lost = isConnectionError(res.Error()); !lost && !isRefused(res.Error()) {
+		res = c.exec(ctx, b, next, keys, args, acquires)
+		if lost = IsConnectionError(res.Error()); !lost && !IsRefused(res.Error()) {
 			return res
 		}
-		pause = min(max(2*pause, 10*time.Millisecond), resendBackoff)
+		pause = min(max(2*pause, 10*time.Millisecond), ResendBackoff)
 	}
 }
 
 // sleep pauses for d, and reports false when the Client was closed first.
-func (c *Client) sleep(d time.Duration) bool {
+func (c *Sender) sleep(d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
@@ -153,14 +173,14 @@ func (c *Client) sleep(d time.Duration) bool {
 	}
 }
 
-func (c *Client) exec(ctx context.Context, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
+func (c *Sender) exec(ctx context.Context, b Bounds, s *lua.Script, keys, args []string, acquires bool) rueidis.RedisResult {
 	t := sendTrace.Load()
 	if t != nil { // copies: callers' buffers stay on their stacks
 		(*t)(c.id, s, slices.Clone(keys), slices.Clone(args), nil)
 	}
 	var res rueidis.RedisResult
-	if acquires && c.cfg.ReplicaAck != 0 {
-		res = c.runAcked(ctx, s, keys, args)
+	if acquires && c.ack != 0 {
+		res = c.runAcked(ctx, b, s, keys, args)
 	} else {
 		res = s.Exec(ctx, c.rdb, keys, args)
 	}
@@ -188,7 +208,7 @@ func SetSendTrace(f func(client string, s *lua.Script, keys, args []string, res 
 
 // Undo sends s.Undo() in the background, for up to undoBound: the give-back of an acquisition whose
 // answer never came, which Redis may or may not have run. done, when not nil, runs once it is over.
-func (c *Client) Undo(s *lua.Script, keys, args []string, done func()) {
+func (c *Sender) Undo(s *lua.Script, keys, args []string, done func()) {
 	c.CleanUp(0, s.Undo(), keys, args, func(rueidis.RedisResult) {
 		if done != nil {
 			done()
@@ -202,18 +222,18 @@ func (c *Client) Undo(s *lua.Script, keys, args []string, done func()) {
 // returns with the clean-up done when Redis answers in time. done, when not nil, gets Redis's answer
 // (or the last failure) once it is over. s must act once however often it is sent. After Close it
 // sends nothing, and done gets ErrClosed.
-func (c *Client) CleanUp(wait time.Duration, s *lua.Script, keys, args []string, done func(rueidis.RedisResult)) {
+func (c *Sender) CleanUp(wait time.Duration, s *lua.Script, keys, args []string, done func(rueidis.RedisResult)) {
 	k, a := slices.Clone(keys), slices.Clone(args)
 	over := make(chan struct{})
 	if !c.background(func() {
 		defer close(over)
-		res := c.send(context.Background(), s, k, a, false, undoBound)
+		res := c.send(context.Background(), Bounds{}, s, k, a, false, undoBound)
 		if done != nil {
 			done(res)
 		}
 	}) {
 		if done != nil {
-			done(rueidis.NewErrorResult(ErrClosed))
+			done(rueidis.NewErrorResult(errs.ErrClosed))
 		}
 		return
 	}
@@ -230,7 +250,7 @@ func (c *Client) CleanUp(wait time.Duration, s *lua.Script, keys, args []string,
 
 // background runs f on a goroutine that Close waits for (a while: see flushBound); false when the
 // Client is closed.
-func (c *Client) background(f func()) bool {
+func (c *Sender) background(f func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -244,10 +264,10 @@ func (c *Client) background(f func()) bool {
 	return true
 }
 
-// isConnectionError reports whether err says that the connection failed, so that Redis may or may
+// IsConnectionError reports whether err says that the connection failed, so that Redis may or may
 // not have run what was sent: an EOF, a reset, a refused dial, a timeout of the connection (not of a
 // ctx), or a client that cannot reach Redis.
-func isConnectionError(err error) bool {
+func IsConnectionError(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -261,12 +281,12 @@ func isConnectionError(err error) bool {
 		errors.Is(err, rueidis.ErrClosing) || errors.As(err, &ne)
 }
 
-// isRefused reports whether err is Redis refusing a command that it did not run: the slot it touches
+// IsRefused reports whether err is Redis refusing a command that it did not run: the slot it touches
 // is moving between cluster masters (TRYAGAIN; and ASK or MOVED, which rueidis follows unless
 // ClusterOption.MaxMovedRedirections stops it), the cluster is down (CLUSTERDOWN), the server is
 // loading its data (LOADING), or the node was a master and is now a replica (READONLY: a script's
 // first write fails, and nothing before it wrote).
-func isRefused(err error) bool {
+func IsRefused(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok || re.IsNil() {
 		return false
@@ -279,14 +299,14 @@ func isRefused(err error) bool {
 	return false
 }
 
-// isRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
-func isRedisError(err error) bool {
+// IsRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
+func IsRedisError(err error) bool {
 	_, ok := rueidis.IsRedisErr(err)
 	return ok
 }
 
 // RequestID returns an id no call of any client used before: this client's UUID and a counter. It
 // names the memo of a call (see above), and the records of waiters.
-func (c *Client) RequestID() string {
-	return numbered([]string{c.id}, int64(c.requests.Add(1)))
+func (c *Sender) RequestID() string {
+	return Numbered([]string{c.id}, int64(c.requests.Add(1)))
 }

@@ -1,4 +1,4 @@
-package core
+package waiting
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/send"
 	"github.com/redisync/redisync/pubsub"
 )
 
@@ -16,7 +18,9 @@ type funcTries struct {
 	undo func(context.Context)
 }
 
-func (t funcTries) Try(ctx context.Context) (bool, time.Duration, error) { return t.try(ctx) }
+func (t funcTries) Try(ctx context.Context, _ send.Bounds) (bool, time.Duration, error) {
+	return t.try(ctx)
+}
 
 func (t funcTries) Undo(ctx context.Context, _ bool) {
 	if t.undo != nil {
@@ -29,7 +33,7 @@ func (t funcTries) Undo(ctx context.Context, _ bool) {
 // can end; a single try returns it at once. A try acknowledged later acquires.
 func TestAcquireGivesBackTryWithError(t *testing.T) {
 	cc := newMini(t)
-	notReplicated := &replicationError{acked: 0, want: 1}
+	notReplicated := send.NotReplicated(0, 1)
 	for name, ctx := range map[string]context.Context{
 		"plain ctx": context.Background(),
 		"cancelable ctx": func() context.Context {
@@ -45,7 +49,7 @@ func TestAcquireGivesBackTryWithError(t *testing.T) {
 				Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { tries++; return true, 0, notReplicated },
 					undo: func(context.Context) { undone++ }},
 			})
-			if !errors.Is(err, ErrNotReplicated) {
+			if !errors.Is(err, errs.ErrNotReplicated) {
 				t.Fatalf("%s, wait %v: %v, want ErrNotReplicated", name, wait, err)
 			}
 			if undone != tries || (wait == 0 && tries != 1) || (wait > 0 && tries < 2) {
@@ -155,7 +159,7 @@ func TestAcquireGivesBackLateTry(t *testing.T) {
 	tries, undone := 0, 0
 	var lateReturned time.Time
 	start, err := cc.Acquire(context.Background(), "test", "undo", time.Minute, Wait{
-		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, lease: lease,
+		Channel: "late-try", Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
 		Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 			tries++
 			if tries == 1 {
@@ -203,7 +207,7 @@ func TestAcquireHandOver(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				_, err := cc.Acquire(context.Background(), "test", "undo", time.Minute, Wait{
-					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, lease: lease,
+					Channel: "hand", Wake: "hand-me", Grants: g, Weight: 1, Policy: pubsub.WakeOne, Lease: lease,
 					Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) {
 						return tries.Add(1) > 2, time.Minute, nil // the first two fail: before and after subscribing
 					}},
@@ -237,5 +241,35 @@ func TestAcquireHandOver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A wait leaves every channel it listened on when it returns, those it subscribed to after its first
+// try included: whether its bound passed, its ctx ended, or a try acquired.
+func TestWaitLeavesItsChannels(t *testing.T) {
+	cc := newMini(t)
+	for name, end := range map[string]func() (context.Context, time.Duration, func() (bool, time.Duration, error)){
+		"bound": func() (context.Context, time.Duration, func() (bool, time.Duration, error)) {
+			return context.Background(), 50 * time.Millisecond, func() (bool, time.Duration, error) { return false, time.Millisecond, nil }
+		},
+		"ctx": func() (context.Context, time.Duration, func() (bool, time.Duration, error)) {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx, -1, func() (bool, time.Duration, error) { return false, time.Millisecond, nil }
+		},
+		"acquired": func() (context.Context, time.Duration, func() (bool, time.Duration, error)) {
+			tries := 0
+			return context.Background(), time.Minute, func() (bool, time.Duration, error) { tries++; return tries == 3, time.Millisecond, nil }
+		},
+	} {
+		ctx, wait, try := end()
+		_, err := cc.Acquire(ctx, "test", "leave", wait, Wait{Channel: "leave-test", Wake: "leave-wake", Weight: 1, Policy: pubsub.WakeOne,
+			Tries: funcTries{try: func(context.Context) (bool, time.Duration, error) { return try() }, undo: func(context.Context) {}}})
+		if name == "acquired" && err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := cc.notifier.Waiters(); n != 0 {
+			t.Fatalf("%s: the notifier still has %d waiters after the wait returned (%v)", name, n, err)
+		}
 	}
 }

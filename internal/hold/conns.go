@@ -1,4 +1,4 @@
-package core
+package hold
 
 import (
 	"context"
@@ -24,16 +24,16 @@ import (
 // made anew tells nothing by itself (rueidis dials lazily, one connection after another), and is
 // not watched for that.
 
-// ConnWatch tells a Client of its connections' ends. New dials through it; it is made before the
+// ConnWatch tells a Client's holds of its connections' ends. New dials through it; it is made before the
 // rueidis client that dials, and told of the Client once there is one.
-type ConnWatch struct{ c atomic.Pointer[Client] }
+type ConnWatch struct{ c atomic.Pointer[Holds] }
 
 // Attach makes w report to c.
-func (w *ConnWatch) Attach(c *Client) { w.c.Store(c) }
+func (w *ConnWatch) Attach(c *Holds) { w.c.Store(c) }
 
 // ended has the holds checked.
 func (w *ConnWatch) ended() {
-	if c := w.c.Load(); c != nil && !c.isClosed() {
+	if c := w.c.Load(); c != nil && c.s.Closed() == nil {
 		c.watchdog.check()
 	}
 }
