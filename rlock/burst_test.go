@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -113,6 +114,92 @@ func TestBurstsAfterIdleDoNotStall(t *testing.T) {
 		if sec.Max() != 1 {
 			t.Fatalf("%d owners inside at once", sec.Max())
 		}
+	})
+}
+
+// A Client stays listed among a lock's clients for as long as it listens on the lock's channel, the
+// linger after its last wait included: a release that counted it among the listeners but not among
+// the clients listed would take it for a Java waiter, and leave the lock free for a Java turn that
+// nobody takes (the bursts above stalled so, now and then). The waiter is handed the lock well after
+// its Client listed itself again, and stops waiting then; its channel lingers after that.
+func TestListedWhileListening(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		const name = "listed-while-listening"
+		rdb := tg.Redis(t)
+		channel, records, listed := "redisson_lock__channel:{"+name+"}", "redisync_lock_waiters:{"+name+"}", "redisync_lock_clients:{"+name+"}"
+		holder := newLock(t, tg.Client(t), name)
+		held := mustLock(t, holder, context.Background())
+		// The waiter tries every 10 ms, and lists its Client again at the first try half a
+		// pubsub.Linger after the last listing.
+		c := tg.Client(t, redisync.WithRecheckInterval(10*time.Millisecond))
+		id := core.Of(c).Value("client")
+		waiter := newLock(t, c, name)
+		done := testkit.Background(func() (context.Context, error) {
+			h, err := waiter.Lock(context.Background())
+			if err == nil {
+				err = waiter.Unlock(h)
+			}
+			return h, err
+		})
+
+		score := func(key, prefix string) float64 {
+			zs, err := rdb.Do(context.Background(), rdb.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).AsZScores()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, z := range zs {
+				if strings.HasPrefix(z.Member, prefix) {
+					return z.Score
+				}
+			}
+			return 0
+		}
+		var first, tried float64 // the first listing's score (ms); the score of the try after the next
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if first = score(listed, id); first == 0 {
+				return fmt.Errorf("%s does not list the waiter's Client", listed)
+			}
+			return nil
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if score(listed, id) == first {
+				return fmt.Errorf("the waiter's Client is not listed again")
+			}
+			tried = score(records, id+":") // µs, the try's time and the window
+			return nil
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if score(records, id+":") < tried+100_000 {
+				return fmt.Errorf("the waiter made no try 100 ms after its Client was listed again")
+			}
+			return nil
+		})
+		mustUnlock(t, holder, held)
+		if a := <-done; a.Err != nil {
+			t.Fatal(a.Err)
+		}
+
+		// What a release would count, at once: who listens, and whether the Client is listed.
+		numsub := "numsub"
+		if tg.Name == "cluster" {
+			numsub = "shardnumsub"
+		}
+		count := rdb.B().Eval().Script(`local t = redis.call('time')
+local listed = tonumber(redis.call('zscore', KEYS[1], ARGV[1]) or 0) >= t[1] * 1000 + math.floor(t[2] / 1000)
+return {redis.call('pubsub', ARGV[2], KEYS[2])[2], listed and 1 or 0}`).Numkeys(2).Key(listed, channel).Arg(id, numsub).Build().Pin()
+		testkit.Eventually(t, 10*time.Second, func() error {
+			n, err := rdb.Do(context.Background(), count).AsIntSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n[0] > 0 && n[1] == 0 {
+				t.Fatalf("the Client still listens on %s, and is no longer listed in %s: a release takes it for a Java waiter", channel, listed)
+			}
+			if n[0] > 0 {
+				return fmt.Errorf("the Client still listens on %s", channel)
+			}
+			return nil
+		})
 	})
 }
 
