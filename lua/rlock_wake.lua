@@ -120,7 +120,7 @@ local function wake(publish, numsub, listening)
       if woken then
         break
       end
-      drop_client(waiters, clients, client) -- nobody listens for it
+      drop_client(waiters, client) -- nobody listens for it
     end
   end
   if java and woken then

@@ -51,7 +51,7 @@ local function wake(sem, count, waiters, clients, grants, shared, prefix, publis
       if listening[client] == nil then
         listening[client] = tonumber(redis.call('pubsub', numsub, prefix .. client)[2]) > 0
         if not listening[client] then
-          drop_client(waiters, clients, client)
+          drop_client(waiters, client)
         end
       end
       if listening[client] and want <= left then

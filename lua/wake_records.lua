@@ -11,11 +11,12 @@ local function drop_expired(waiters, clients)
   redis.pcall('zremrangebyscore', clients, '-inf', t[1] * 1000 + math.floor(t[2] / 1000))
 end
 --
--- drop_client(waiters, clients, client): client no longer listens on its wake channel (it closed, or
--- is still subscribing: then it tries again once subscribed). Its records would only absorb
--- hand-overs: remove them, and the client.
-local function drop_client(waiters, clients, client)
-  redis.pcall('zrem', clients, client)
+-- drop_client(waiters, client): client no longer listens on its wake channel (it closed, or is still
+-- subscribing: then it tries again once subscribed). Its records would only absorb hand-overs: remove
+-- them. Its listing among the clients stays till it lapses: a client still subscribing its wake
+-- channel may listen on the object's channel already (on a cluster each channel is a subscription of
+-- its own), and a release that found it listening unlisted would take it for a Java waiter.
+local function drop_client(waiters, client)
   for _, r in ipairs(redis.call('zrange', waiters, 0, -1)) do
     if string.sub(r, 1, #client + 1) == client .. ':' then
       redis.call('zrem', waiters, r)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
@@ -21,10 +22,12 @@ import (
 // waiter's turn (200 ms in which every acquisition waits).
 //
 // Each burst starts once the spell is observably over: no Client listens on the lock's channel and
-// the clients record is gone, so every Client subscribes and lists itself anew, at once. The longest
-// hand-over (from the start of a release to the next acquisition; the holder's own time is the
-// test's) is held to a few round trips, the round trip being the longest that PINGs sent back to back
-// took meanwhile: a machine that stalls (a CPU hog, the race detector, other tests) stretches both.
+// the clients record is gone, so every Client subscribes and lists itself anew, at once. Throughout
+// the burst a probe reads, back to back, the marks that a release which took a Client for a Java
+// waiter leaves among the waiter records: none may appear. The longest hand-over (from the start of
+// a release to the next acquisition; the holder's own time is the test's) is held to a few round
+// trips, the round trip being the longest that the probe's reads took: a machine that stalls (a CPU
+// hog, the race detector, other tests) stretches both.
 func TestBurstsAfterIdleDoNotStall(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		const (
@@ -34,8 +37,8 @@ func TestBurstsAfterIdleDoNotStall(t *testing.T) {
 			bursts  = 8
 			few     = 5 // round trips: a hand-over takes about two, a lost wake-up or a Java turn far more
 		)
-		// A short wait window, so that a Client's listing lapses within a second of quiet (it lasts
-		// the window and pubsub.Linger).
+		// A short wait window, so that a Client's listing lapses soon after a burst (it lasts the
+		// window and two and a half pubsub.Linger).
 		opt := redisync.WithRecheckInterval(100 * time.Millisecond)
 		rdb := tg.Redis(t)
 		channel, records, listed := "redisson_lock__channel:{"+name+"}", "redisync_lock_waiters:{"+name+"}", "redisync_lock_clients:{"+name+"}"
@@ -90,29 +93,114 @@ func TestBurstsAfterIdleDoNotStall(t *testing.T) {
 					}
 				}()
 			}
-			probe := pingBackToBack(t, rdb)
+			probe := probeTurns(t, rdb, records)
 			close(start)
 			wg.Wait()
-			rtt := probe.stop()
+			rtt, marks := probe.stop()
 			if t.Failed() {
 				return
+			}
+			if marks != "" {
+				t.Errorf("burst %d: a Java waiter's turn was %s with no Java process", b, marks)
 			}
 			at := longestHandoff(acqs)
 			took := acqs[at].at.Sub(acqs[at-1].released)
 			worst = max(worst, took)
 			if took > few*rtt {
-				t.Errorf("burst %d: a hand-over took %v (%v into the burst), over %d round trips of %v (%d PINGs answered meanwhile)",
+				t.Errorf("burst %d: a hand-over took %v (%v into the burst), over %d round trips of %v (%d reads answered meanwhile)",
 					b, took, acqs[at].at.Sub(acqs[0].at), few, rtt, probe.within(acqs[at-1].released, acqs[at].at))
-			}
-			// A release that counted more listeners than Clients listed leaves these marks.
-			if marks := testkit.DoString(t, rdb, "ZRANGE", records, "0", "-1"); strings.Contains(marks, "~") {
-				t.Errorf("burst %d: a Java waiter's turn was owed or given with no Java process: records %q", b, marks)
 			}
 		}
 		t.Logf("longest hand-over in %d bursts: %v", bursts, worst)
 		if sec.Max() != 1 {
 			t.Fatalf("%d owners inside at once", sec.Max())
 		}
+	})
+}
+
+// A Client stays listed among a lock's clients for as long as it listens on the lock's channel, the
+// linger after its last wait included: a release that counted it among the listeners but not among
+// the clients listed would take it for a Java waiter, and leave the lock free for a Java turn that
+// nobody takes (the bursts above stalled so, now and then). The waiter is handed the lock well after
+// its Client listed itself again, and stops waiting then; its channel lingers after that.
+func TestListedWhileListening(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		const name = "listed-while-listening"
+		rdb := tg.Redis(t)
+		channel, records, listed := "redisson_lock__channel:{"+name+"}", "redisync_lock_waiters:{"+name+"}", "redisync_lock_clients:{"+name+"}"
+		holder := newLock(t, tg.Client(t), name)
+		held := mustLock(t, holder, context.Background())
+		// The waiter tries every 10 ms, and lists its Client again at the first try half a
+		// pubsub.Linger after the last listing.
+		c := tg.Client(t, redisync.WithRecheckInterval(10*time.Millisecond))
+		id := core.Of(c).Value("client")
+		waiter := newLock(t, c, name)
+		done := testkit.Background(func() (context.Context, error) {
+			h, err := waiter.Lock(context.Background())
+			if err == nil {
+				err = waiter.Unlock(h)
+			}
+			return h, err
+		})
+
+		score := func(key, prefix string) float64 {
+			zs, err := rdb.Do(context.Background(), rdb.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).AsZScores()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, z := range zs {
+				if strings.HasPrefix(z.Member, prefix) {
+					return z.Score
+				}
+			}
+			return 0
+		}
+		var first, tried float64 // the first listing's score (ms); the score of the try after the next
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if first = score(listed, id); first == 0 {
+				return fmt.Errorf("%s does not list the waiter's Client", listed)
+			}
+			return nil
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if score(listed, id) == first {
+				return fmt.Errorf("the waiter's Client is not listed again")
+			}
+			tried = score(records, id+":") // µs, the try's time and the window
+			return nil
+		})
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if score(records, id+":") < tried+100_000 {
+				return fmt.Errorf("the waiter made no try 100 ms after its Client was listed again")
+			}
+			return nil
+		})
+		mustUnlock(t, holder, held)
+		if a := <-done; a.Err != nil {
+			t.Fatal(a.Err)
+		}
+
+		// What a release would count, at once: who listens, and whether the Client is listed.
+		numsub := "numsub"
+		if tg.Name == "cluster" {
+			numsub = "shardnumsub"
+		}
+		count := rdb.B().Eval().Script(`local t = redis.call('time')
+local listed = tonumber(redis.call('zscore', KEYS[1], ARGV[1]) or 0) >= t[1] * 1000 + math.floor(t[2] / 1000)
+return {redis.call('pubsub', ARGV[2], KEYS[2])[2], listed and 1 or 0}`).Numkeys(2).Key(listed, channel).Arg(id, numsub).Build().Pin()
+		testkit.Eventually(t, 10*time.Second, func() error {
+			n, err := rdb.Do(context.Background(), count).AsIntSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n[0] > 0 && n[1] == 0 {
+				t.Fatalf("the Client still listens on %s, and is no longer listed in %s: a release takes it for a Java waiter", channel, listed)
+			}
+			if n[0] > 0 {
+				return fmt.Errorf("the Client still listens on %s", channel)
+			}
+			return nil
+		})
 	})
 }
 
@@ -132,15 +220,20 @@ func longestHandoff(acqs []acquisition) (at int) {
 	return at
 }
 
-// pinger sends PINGs one after the other, from pingBackToBack until stop.
-type pinger struct {
+// prober reads a lock's Java turn marks (rlock_wake.lua) one read after the other, from probeTurns
+// until stop.
+type prober struct {
 	done, finished chan struct{}
 	answered       []time.Time // when each answer came back, in order
 	longest        time.Duration
+	marks          []string // the marks found
 }
 
-func pingBackToBack(t *testing.T, rdb rueidis.Client) *pinger {
-	p := &pinger{done: make(chan struct{}), finished: make(chan struct{})}
+func probeTurns(t *testing.T, rdb rueidis.Client, records string) *prober {
+	p := &prober{done: make(chan struct{}), finished: make(chan struct{})}
+	// '~owed': a release took a Client for a Java waiter and owes it the next release; '~java':
+	// that release left the lock free for the turn.
+	read := rdb.B().Zmscore().Key(records).Member("~owed", "~java").Build().Pin()
 	go func() {
 		defer close(p.finished)
 		for {
@@ -150,27 +243,34 @@ func pingBackToBack(t *testing.T, rdb rueidis.Client) *pinger {
 			default:
 			}
 			sent := time.Now()
-			if err := rdb.Do(context.Background(), rdb.B().Ping().Build()).Error(); err != nil {
+			scores, err := rdb.Do(context.Background(), read).ToArray()
+			if err != nil {
 				t.Error(err)
 				return
 			}
 			at := time.Now()
 			p.answered = append(p.answered, at)
 			p.longest = max(p.longest, at.Sub(sent))
+			for i, mark := range []string{"owed", "given"} {
+				if !scores[i].IsNil() && !slices.Contains(p.marks, mark) {
+					p.marks = append(p.marks, mark)
+				}
+			}
 		}
 	}()
 	return p
 }
 
-// stop ends the PINGs and returns the longest round trip.
-func (p *pinger) stop() time.Duration {
+// stop ends the reads and returns the longest round trip, and the marks found ("owed", "given",
+// "owed and given" or "").
+func (p *prober) stop() (time.Duration, string) {
 	close(p.done)
 	<-p.finished
-	return p.longest
+	return p.longest, strings.Join(p.marks, " and ")
 }
 
-// within returns how many PINGs were both sent and answered between from and to.
-func (p *pinger) within(from, to time.Time) int {
+// within returns how many reads were both sent and answered between from and to.
+func (p *prober) within(from, to time.Time) int {
 	lo, _ := slices.BinarySearchFunc(p.answered, from, time.Time.Compare)
 	hi, _ := slices.BinarySearchFunc(p.answered, to, time.Time.Compare)
 	return max(hi-lo-1, 0)

@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -156,5 +157,41 @@ func TestJavaWaiterWokenBesideOurs(t *testing.T) {
 		rdb.Do(context.Background(), unsub)
 		cancel()
 		<-recvDone
+	})
+}
+
+// A Client whose wake channel is still being subscribed when a release hands it the lock, while it
+// listens on the lock's channel already (on a cluster each channel is a sharded subscription of its
+// own, confirmed apart), stays listed among the lock's clients: the release takes the grant back
+// and drops the Client's records, but the Client still listens, and a release that found it
+// listening unlisted would take it for a Java waiter and leave the lock free for a turn nobody takes.
+func TestClientStillSubscribingStaysListed(t *testing.T) {
+	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
+		const name = "still-subscribing"
+		rdb := tg.Redis(t)
+		records, listed := "redisync_lock_waiters:{"+name+"}", "redisync_lock_clients:{"+name+"}"
+		holder := newLock(t, tg.Client(t), name)
+		held := mustLock(t, holder, context.Background())
+
+		// The Client, as the lock's keys and its subscriptions show it: listed, listening on the
+		// lock's channel, and recorded by a try of its waiter; its wake channel not subscribed yet.
+		other := newJavaLock(t, tg, name) // its listener: a subscription that never tries
+		client := other.id
+		defer other.listen()()
+		t.Cleanup(func() { testkit.Do(t, rdb, "DEL", listed, records) })
+		now := time.Now()
+		testkit.Do(t, rdb, "ZADD", listed, strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10), client)
+		testkit.Do(t, rdb, "ZADD", records, strconv.FormatInt(now.Add(time.Minute).UnixMicro(), 10), client+":1:1:30000:0")
+
+		mustUnlock(t, holder, held)
+		if recs := waiterRecords(t, tg, name); len(recs) != 0 {
+			t.Fatalf("the release kept the records of a Client that did not hear its grant: %q", recs)
+		}
+		if testkit.DoString(t, rdb, "ZSCORE", listed, client) == "" {
+			t.Fatalf("the release dropped from %s a Client that listens on the lock's channel", listed)
+		}
+		if testkit.DoString(t, rdb, "EXISTS", name) != "0" {
+			t.Fatal("the grant nobody heard was not taken back")
+		}
 	})
 }

@@ -99,15 +99,22 @@ func TestLockReadWrite(t *testing.T) {
 	}
 }
 
-// semaphoreScript records how many holders are inside when it enters: each creates its own file,
-// so the last of k holders inside at once counts at least k.
-const semaphoreScript = `touch "$D/in/$$"; ls "$D/in" | wc -l >> "$D/counts"; sleep 0.3; rm "$D/in/$$"`
+// semaphoreScript records the most holders it saw inside (each creates its own file, so the last of
+// k holders inside at once counts at least k). It stays until it has seen 3 inside at once, or until
+// all 10 runs have entered (no more can come), or a minute: a holder that left before the next one
+// entered would show no overlap, and processes start slowly on a busy machine.
+const semaphoreScript = `touch "$D/in/$$" "$D/entered/$$"; most=$(ls "$D/in" | wc -l); i=0
+while [ "$most" -lt 3 ] && [ "$(ls "$D/entered" | wc -l)" -lt 10 ] && [ "$i" -lt 1200 ]; do
+  sleep 0.05; i=$((i + 1)); n=$(ls "$D/in" | wc -l); [ "$n" -gt "$most" ] && most=$n
+done
+echo "$most" >> "$D/counts"; rm "$D/in/$$"`
 
 // TestSemaphoreAtMostN: 10 processes, 3 permits: never more than 3 inside, and 3 do get in at once.
 func TestSemaphoreAtMostN(t *testing.T) {
 	tg := testkit.Own(t)
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	os.Mkdir(filepath.Join(dir, "entered"), 0o755)
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Add(1)

@@ -916,8 +916,13 @@ func (c *Client) token(ctx context.Context, kind, name string) (int64, bool) {
 	return t, ok
 }
 
-// lingerMs: a Client stays listed among a lock's clients this long after its last waiter left.
-var lingerMs = strconv.FormatInt(pubsub.Linger.Milliseconds(), 10)
+// lingerMs: a Client stays listed among a lock's clients this long after a waiter's window. A
+// release counts who listens on the lock's channel against the clients listed, and takes anyone
+// beyond them for a Java waiter (rlock_wake.lua): the listing must outlast the Client's listening,
+// which goes on pubsub.Linger after its last waiter left, and up to half a Linger more (the notifier
+// looks every half Linger), while that waiter may have listed the Client last half a Linger and a try
+// before it left (listAgain). Half a Linger more spares a notifier or a try held up on a busy machine.
+var lingerMs = strconv.FormatInt((pubsub.Linger * 5 / 2).Milliseconds(), 10)
 
 func flag(b bool) string {
 	if b {
