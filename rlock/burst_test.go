@@ -133,7 +133,7 @@ func TestListedWhileListening(t *testing.T) {
 		// The waiter tries every 10 ms, and lists its Client again at the first try half a
 		// pubsub.Linger after the last listing.
 		c := tg.Client(t, redisync.WithRecheckInterval(10*time.Millisecond))
-		id := core.Of(c).Value("client")
+		id := core.Of(c).Values.Client
 		waiter := newLock(t, c, name)
 		done := testkit.Background(func() (context.Context, error) {
 			h, err := waiter.Lock(context.Background())
