@@ -30,6 +30,10 @@ setsid sh -c 'trap "" TERM; echo $$ >> "$0"; exec sleep 302' "$0" &
 echo $$ >> "$0"
 `
 
+// treeStarted, after treeScript, waits until the four processes have written their pids.
+const treeStarted = `while [ "$(wc -l < "$0")" -lt 4 ]; do sleep 0.01; done
+`
+
 // treePids waits until the tree has written its four pids and returns them.
 func treePids(t *testing.T, file string) []int {
 	t.Helper()
@@ -94,7 +98,9 @@ func TestCommandEndEndsTree(t *testing.T) {
 	t.Parallel()
 	tg := testkit.Standalone(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	p := tool(t, tg.Addrs[0], "lock", "--grace", "200ms", "tree-left", "--", "sh", "-c", treeScript+"exit 3", pidFile)
+	// COMMAND exits once its whole tree has written its pids: on a busy machine a child that had not
+	// yet written its own would be stopped with the tree before it did, and never be counted.
+	p := tool(t, tg.Addrs[0], "lock", "--grace", "200ms", "tree-left", "--", "sh", "-c", treeScript+treeStarted+"exit 3", pidFile)
 	if code := p.run(); code != 3 {
 		t.Fatalf("want COMMAND's status 3\n%v", p)
 	}
