@@ -7,26 +7,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
+	"github.com/redisync/redisync/internal/testkit"
 )
-
-// quickClient returns a Client on an embedded Redis, and a func that stops both; the README's
-// Client is on a server of one's own.
-func quickClient() (*redisync.Client, func()) {
-	m, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		panic(err)
-	}
-	return c, func() { c.Close(); m.Close() }
-}
 
 // quickStart is the README's quick start for package countdown.
 func quickStart(ctx context.Context, c *redisync.Client) error {
@@ -46,7 +30,7 @@ func quickStart(ctx context.Context, c *redisync.Client) error {
 }
 
 func Example_quickStart() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	err := quickStart(context.Background(), c)
 	fmt.Println("every shard ready:", err == nil)

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal/testkit"
 )
 
 // A lease for one acquisition (Redisson's lock(10, SECONDS)), extended by its holder when the work
 // runs longer (Redisson's expire on a held lock).
 func ExampleLock_Extend() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	lock, _ := fairlock.New(c, "nightly-report")
 	held, err := lock.LockFor(context.Background(), 10*time.Second)

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/rlock"
 )
 
 // A lease for one acquisition, Redisson's lock.lock(10, SECONDS): the lock frees itself after 10 s
 // unless unlocked before, and the hold's ctx has that end as its deadline.
 func ExampleLock_LockFor() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	lock, _ := rlock.New(c, "nightly-report") // the watchdog keeps its other holds
 	held, err := lock.LockFor(context.Background(), 10*time.Second)
@@ -28,7 +29,7 @@ func ExampleLock_LockFor() {
 
 // Redisson's lock.tryLock(100, 10, SECONDS): wait at most 100 ms here, hold at most 10 s.
 func ExampleLock_TryLockFor() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	lock, _ := rlock.New(c, "nightly-report")
 	held, _ := lock.Lock(context.Background())
@@ -41,7 +42,7 @@ func ExampleLock_TryLockFor() {
 // A holder whose work runs longer than it thought extends its fixed lease (Redisson's expire on a
 // held lock): the lock and the hold's ctx last an hour more.
 func ExampleLock_Extend() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	lock, _ := rlock.New(c, "nightly-report")
 	held, _ := lock.LockFor(context.Background(), 10*time.Second)
@@ -62,7 +63,7 @@ func ExampleLock_Extend() {
 
 // An owner id stands for Redisson's thread id: isHeldByThread(id) is IsHeldBy(ctx, id).
 func ExampleLock_IsHeldBy() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	lock, _ := rlock.New(c, "nightly-report")
 	held, _ := lock.Lock(context.Background())

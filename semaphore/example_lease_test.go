@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/semaphore"
 )
 
 // Redisson's acquire(leaseTime, unit): a permit with a lease of its own, whatever WithLease says.
 func ExampleExpirable_AcquireFor() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	ctx := context.Background()
 	sem, _ := semaphore.NewExpirable(c, "api-quota")
@@ -32,7 +33,7 @@ func ExampleExpirable_AcquireFor() {
 
 // Do holds permits while fn runs; with a lease, fn's ctx ends when the lease may have ended.
 func ExampleExpirable_Do() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	ctx := context.Background()
 	sem, _ := semaphore.NewExpirable(c, "api-quota", semaphore.WithLease(time.Minute))

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/spinlock"
 )
 
 // A lease for one acquisition (Redisson's lock(10, SECONDS)), extended by its holder when the work
 // runs longer (Redisson's expire on a held lock).
 func ExampleLock_Extend() {
-	c, stop := quickClient()
+	c, stop := testkit.QuickClient()
 	defer stop()
 	lock, _ := spinlock.New(c, "nightly-report")
 	held, err := lock.LockFor(context.Background(), 10*time.Second)

@@ -227,6 +227,20 @@ func Mini(t testing.TB, opts ...redisync.Option) (*miniredis.Miniredis, *redisyn
 	return m, c
 }
 
+// QuickClient returns a Client on an embedded Redis, and a func that stops both, for the packages'
+// Example_quickStart, which have no *testing.T; the README's Client is on a server of one's own.
+func QuickClient() (*redisync.Client, func()) {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
 // Section detects overlapping holders of a critical section.
 type Section struct {
 	in, max, entries atomic.Int64
