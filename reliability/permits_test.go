@@ -140,7 +140,7 @@ func TestTryArrivingAfterItsWaiterLeftRecordsNothing(t *testing.T) {
 	if err := s.TryAcquire(context.Background(), 1, time.Second); !errors.Is(err, redisync.ErrNotAcquired) {
 		t.Fatalf("the waiter that leaves: %v, want ErrNotAcquired", err)
 	}
-	if !late.HasFired() {
+	if !late.Wait(10 * time.Second) {
 		t.Fatal("the leaving waiter's try was not held up")
 	}
 	testkit.Eventually(t, 10*time.Second, func() error { // it left: its record is gone

@@ -143,7 +143,8 @@ func (f *Fault) Lose() { f.loseOnce.Do(func() { close(f.lose) }) }
 // closed by then), or for HoldReply once it holds the reply.
 func (f *Fault) Fired() <-chan struct{} { return f.fired }
 
-// HasFired reports whether the fault has cut its connection.
+// HasFired reports whether the fault has cut its connection. The client can see the cut, and
+// send again, before HasFired says so: a test that follows a cut with Wait does not race it.
 func (f *Fault) HasFired() bool {
 	select {
 	case <-f.fired:
