@@ -62,7 +62,7 @@ var waiting = lua.Load("fairlock_waiting.lua")
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
-	l *core.Lock
+	l core.Lock
 	c *core.Client
 }
 
@@ -121,11 +121,11 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 		o.slot = DefaultSlot
 	}
 	o.Values = map[string]string{"slot": strconv.FormatInt(o.slot.Milliseconds(), 10)}
-	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
-	if err != nil {
+	l := &Lock{c: core.Of(c)}
+	if err := l.l.Init(l.c, spec, name, o.LockOptions); err != nil {
 		return nil, err
 	}
-	return &Lock{l, core.Of(c)}, nil
+	return l, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.

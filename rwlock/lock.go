@@ -65,7 +65,7 @@ func policy(message string) int64 {
 
 // Lock is one side of an RWLock: its ReadLock or its WriteLock.
 type Lock struct {
-	l      *core.Lock
+	l      core.Lock
 	c      *core.Client
 	writer bool
 }

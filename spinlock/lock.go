@@ -32,7 +32,7 @@ var spec = reentrant.Spec("spin lock")
 // Lock is a distributed reentrant spin lock on one name. It is cheap to create and safe for
 // concurrent use; two Lock values with the same name on the same Client are the same lock, and so
 // is an rlock.Lock of that name.
-type Lock struct{ l *core.Lock }
+type Lock struct{ l core.Lock }
 
 // Option configures a Lock.
 type Option func(*options)
@@ -73,11 +73,11 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if o.Backoff, err = policy(o.backoff); err != nil {
 		return nil, errs.Invalid(spec.Kind, name, "%v", err)
 	}
-	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
-	if err != nil {
+	l := new(Lock)
+	if err := l.l.Init(core.Of(c), spec, name, o.LockOptions); err != nil {
 		return nil, err
 	}
-	return &Lock{l}, nil
+	return l, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.

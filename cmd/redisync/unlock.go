@@ -181,8 +181,8 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 				fields = append(fields, v.Field)
 			}
 		}
-		l, err := core.NewLock(core.Of(c), groupSpec, name, core.LockOptions{Tail: fields})
-		if err != nil {
+		var l core.Lock
+		if err := l.Init(core.Of(c), groupSpec, name, core.LockOptions{Tail: fields}); err != nil {
 			return false, err
 		}
 		return l.ForceUnlock(ctx)

@@ -73,31 +73,31 @@ type Grants interface {
 	// Tag names the waiter; Acquire asks for it when it starts to listen, before the try that must
 	// leave a record under that name.
 	Tag() string
-	// Claim turns the message's payload into the acquisition. False: not a grant that stands
-	// (malformed, or made before the waiter's last try was answered: that try took it or found it
-	// void, whatever order the connections delivered in), so keep waiting.
-	Claim(payload string) bool
+	// Claim turns a hand-over into the acquisition: token is the fencing token it carries, and
+	// score the waiter's record it was made for. False: not a grant that stands (made for a record
+	// before the one the waiter's last try left, so before that try was answered: that try took it
+	// or found it void, whatever order the connections delivered in), so keep waiting.
+	Claim(token, score int64) bool
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
 	// object was handed to a waiter that has left, and must be given back.
 	Stray(tag, payload string)
 }
 
-// GrantFor reads a hand-over's payload, "<token> <score>": the fencing token it carries, and whether
-// it was made after the try that gave the waiter's record score (a grant made before that try was
-// answered was taken by it, or found void by it, however late its message came).
-func GrantFor(payload string, score int64) (token int64, ok bool) {
+// grantOf reads a hand-over's payload, "<token> <score>": the fencing token it carries, and the
+// score of the waiter's record it was made for; ok is false for a malformed one.
+func grantOf(payload string) (token, score int64, ok bool) {
 	t, s, ok := strings.Cut(payload, " ")
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	token, err := strconv.ParseInt(t, 10, 64)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err != nil || n != score {
-		return 0, false
+	if score, err = strconv.ParseInt(s, 10, 64); err != nil {
+		return 0, 0, false
 	}
-	return token, true
+	return token, score, true
 }
 
 // How a wait goes. Between tries a waiter waits for a release notification, the holder's remaining
@@ -129,7 +129,7 @@ func (c *Waiter) Acquire(ctx context.Context, kind, name string, wait time.Durat
 
 // Run is Acquire, measured by m (see Observe), for a caller that reports the acquisition's end
 // itself once it has recorded it.
-func (c *Waiter) Run(ctx context.Context, wait time.Duration, w Wait, m *Measure) (time.Time, error) {
+func (c *Waiter) Run(ctx context.Context, wait time.Duration, w Wait, m *measure) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
 	}
