@@ -192,7 +192,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	// first try, the usual case, sends and builds no record.
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Values.Client, argLinger: lingerMs,
 		argRid: s.c.RequestID()}
-	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
+	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a, Again: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}

@@ -431,7 +431,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, wait, lease time.Duration)
 	c := l.c
 	a := &attempt{l: l}
 	a.v[vLease] = l.leaseArg(lease)
-	w := waiting.Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Lease: lease, Hold: &a.acq}
+	w := waiting.Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Again: a, Lease: lease, Hold: &a.acq}
 	if w.Lease == 0 {
 		w.Lease = c.cfg.WatchdogTimeout
 	}
@@ -441,6 +441,9 @@ func (l *Lock) hold(ctx context.Context, owner int64, wait, lease time.Duration)
 		a.v[vWaits] = "1"
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
+			if l.plan.scripts[sList].s != nil {
+				w.List = a
+			}
 		}
 	}
 	m := c.Observe(l.spec.Kind, l.name, &w)
@@ -592,8 +595,9 @@ func (a *attempt) Tag() string {
 	return a.v[vTag]
 }
 
-// List lists this Client among the lock's clients before a waiter subscribes to the lock's channels,
-// unless a listing made less than half the linger ago still stands. A release counts who listens on
+// List (the wait's List, where the spec has a List script and releases hand over) lists this Client
+// among the lock's clients before a waiter subscribes to the lock's channels, unless a listing made
+// less than half the linger ago still stands. A release counts who listens on
 // the lock's channel against the clients listed, and takes anyone beyond them for a Java waiter
 // (rlock_wake.lua): a Client that listened before it was listed, for the round trip between its
 // subscription and its next try, passed for one, and the release left the lock free for a Java
@@ -602,14 +606,13 @@ func (a *attempt) Tag() string {
 // that got no answer is made again by the next try.
 func (a *attempt) List(ctx context.Context) error {
 	l, c := a.l, a.l.c
-	s := l.plan.scripts[sList].s
-	if s == nil || !l.handOver || !c.listAgain(l.clients, pubsub.Linger/2) {
+	if !c.listAgain(l.clients, pubsub.Linger/2) {
 		return nil
 	}
 	sent := time.Now()
 	v := call{vLinger: lingerMs}
 	var buf [4]string
-	err := c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error()
+	err := c.Send(ctx, l.plan.scripts[sList].s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error()
 	switch {
 	case err == nil:
 		c.listed(l.clients, sent, pubsub.Linger/2)

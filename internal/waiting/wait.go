@@ -45,6 +45,16 @@ type Wait struct {
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
 	Tries  Tries
+	// List, when set, runs before the wait subscribes to its channels, for an object whose waiters
+	// must be known before they listen (see rlock's clients record): ctx bounds how long it may keep
+	// the wait, and an error it returns (Redis refused the listing) ends the wait.
+	List interface {
+		List(ctx context.Context) error
+	}
+	// Again, when set, makes the try after one the replicas did not acknowledge (and Undo gave back)
+	// a call of its own, under a new request id: the give-back may have left the memo of the one
+	// before saying what it did.
+	Again interface{ Again() }
 	// Lease, when not 0, is how long an acquisition holds from when its try was sent: one learnt of
 	// so late (a reply or a hand-over delayed by a stalled server) that half of it has gone is given
 	// back and tried again, since it could end before the watchdog's first renewal.
@@ -62,10 +72,6 @@ type Tries interface {
 	Try(ctx context.Context, within send.Bounds) (ok bool, retryIn time.Duration, err error)
 	Undo(ctx context.Context, sure bool)
 }
-
-// again is implemented by Tries whose try after a give-back must be a call of its own (a new request
-// id): the give-back may have left the memo of the one before saying what it did.
-type again interface{ Again() }
 
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
 // addressed to its Tag.
@@ -228,8 +234,8 @@ func (l *loop) subscribeEarly() error {
 	return nil
 }
 
-// subscribe listens on the wait's channels after its first try failed, once its Tries listed the
-// Client among the object's (lister), unless it listened already.
+// subscribe listens on the wait's channels after its first try failed, once the wait's List listed
+// the Client among the object's, unless it listened already.
 func (l *loop) subscribe() error {
 	if len(l.ws) > 0 {
 		if l.ws.ready() {
@@ -237,12 +243,12 @@ func (l *loop) subscribe() error {
 		}
 		return nil
 	}
-	if ls, ok := l.w.Tries.(lister); ok {
+	if l.w.List != nil {
 		ctx, cancel := l.ctx, context.CancelFunc(func() {})
 		if !l.stop.IsZero() {
 			ctx, cancel = context.WithDeadline(l.ctx, l.stop)
 		}
-		err := ls.List(ctx)
+		err := l.w.List.List(ctx)
 		cancel()
 		if err != nil {
 			return err
@@ -343,8 +349,8 @@ func (l *loop) try() (bool, error) {
 	}
 	l.unacked = nil
 	if l.wait != 0 && err != nil && send.Lagging(err) {
-		if ag, ok := l.w.Tries.(again); ok {
-			ag.Again()
+		if l.w.Again != nil {
+			l.w.Again.Again()
 		}
 		l.pause = min(max(2*l.pause, 10*time.Millisecond), send.ResendBackoff)
 		l.unacked, l.retryIn = err, l.pause
