@@ -854,13 +854,21 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	return l.holdCount(ctx, field)
 }
 
-// HoldCountOf returns how many times owner, an owner of this Client, holds the lock (Redisson's
+// IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread), as
+// HoldCount counts.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// IsHeldBy reports whether owner, an owner of this Client, holds the lock (Redisson's
 // isHeldByThread, with an owner id for the thread id).
-func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
+func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
+		return false, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	return l.holdCount(ctx, l.field(owner))
+	n, err := l.holdCount(ctx, l.field(owner))
+	return n > 0, err
 }
 
 func (l *Lock) holdCount(ctx context.Context, field string) (int, error) {
