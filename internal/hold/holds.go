@@ -207,14 +207,7 @@ func (c *Holds) Enter(ctx context.Context, a *Acq, o object, id ID, wait time.Du
 			c.mu.Unlock()
 			return 0, 0, errs.ErrClosed
 		}
-		h := c.holds[id]
-		if h == nil {
-			h = &hold{c: c, id: id, owner: id.Owner}
-			h.kind, h.name, h.shared = o.Describe()
-			h.field, h.renew = o.Field(id.Owner)
-			h.stack = h.stack0[:0]
-			c.holds[id] = h
-		}
+		h := c.holdOf(id, o)
 		h.mu.Lock()
 		c.mu.Unlock()
 		if h.mayEnter(outer) {
@@ -258,6 +251,19 @@ func (c *Holds) Enter(ctx context.Context, a *Acq, o object, id ID, wait time.Du
 			return 0, 0, errs.ErrClosed
 		}
 	}
+}
+
+// holdOf returns the hold id, on o, recorded anew when there is none. c.mu is held.
+func (c *Holds) holdOf(id ID, o object) *hold {
+	h := c.holds[id]
+	if h == nil {
+		h = &hold{c: c, id: id, owner: id.Owner}
+		h.kind, h.name, h.shared = o.Describe()
+		h.field, h.renew = o.Field(id.Owner)
+		h.stack = h.stack0[:0]
+		c.holds[id] = h
+	}
+	return h
 }
 
 // mayEnter reports whether an acquisition whose ctx carries outer (nil: none of this hold) may go
