@@ -23,8 +23,9 @@
 -- lowering would have brought it to, which take_head leaves out), and it is dropped sooner when nobody
 -- listens on its channel (numsub as for wake; '' to skip) and its last try is more than a grace old:
 -- its process has gone. The grace covers a try sent while its Client was still subscribing. Returns
--- the head left, and whether any was dropped; or nil, false and the refusal (refuse.lua) when the
--- queue, the deadlines or the records hold another type, which it finds before it writes.
+-- the head left, whether any was dropped, nil, and the head's record (false: none; nil when the head
+-- is back); or nil, false and the refusal (refuse.lua) when the queue, the deadlines or the records
+-- hold another type, which it finds before it writes.
 local function pass_over(now, back, numsub, slot)
   local queue, deadlines, prefix, records = KEYS[2], KEYS[3], KEYS[5], KEYS[6]
   local dropped = false
@@ -51,17 +52,17 @@ local function pass_over(now, back, numsub, slot)
       end
       local tried = tonumber((string.match(rec or '', '^(%d+) ')))
       if not tried then
-        return head, dropped
+        return head, dropped, nil, rec
       end
       tried = tried / 1000
       if tried + slot > now then
-        if numsub == '' then
-          return head, dropped
+        if tried + 2000 > now or numsub == '' then
+          return head, dropped, nil, rec
         end
         -- A count that cannot be read (an embedded server's reply) keeps the waiter.
         local listeners = redis.call('pubsub', numsub, prefix .. head)[2]
-        if tried + 2000 > now or not listeners or tonumber(listeners) > 0 then
-          return head, dropped
+        if not listeners or tonumber(listeners) > 0 then
+          return head, dropped, nil, rec
         end
       end
     end
@@ -109,12 +110,12 @@ end
 local function wake(slot, publish, numsub)
   local lock, tokens, prefix, records = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
   local t = redis.call('time')
-  local head = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil, numsub, slot)
+  local head, _, _, rec = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil, numsub, slot)
   if not head then
     return
   end
   local channel = prefix .. head
-  local rec = numsub ~= '' and redis.pcall('hget', records, head)
+  rec = numsub ~= '' and rec
   local score, tag, lease, fenced
   if type(rec) == 'string' then
     score, tag, lease, fenced = string.match(rec, '^(%d+) (%S+) (%d+) ([01])$')
