@@ -34,8 +34,8 @@ end
 if MODE ~= 2 and before == held - 1 then
   return before -- the first send released it
 end
-local count = redis.call('hincrby', lock, field, -1)
-if count > 0 then
+if before > 1 then
+  local count = redis.call('hincrby', lock, field, -1)
   extend(lock, lease) -- the holds left keep at least what they were promised
   if before ~= held then
     remember(memo, count)
