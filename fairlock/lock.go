@@ -93,10 +93,11 @@ const DefaultSlot = 5 * time.Minute
 // at least one slot per place in line from now, and a waiter of this package tries at least every
 // third of a slot, so it keeps its place however long the lock is held. One whose process died is
 // passed over as soon as a Go process sees that its Client no longer listens for its turn (its last
-// try being more than 2 s old), and after its deadline otherwise.
+// try being more than 2 s old), and otherwise once it is at the head a slot after its last try.
 //
-// An acquisition lowers the deadlines of those behind by its own slot (a Java tryLock(waitTime) by
-// waitTime): with Java processes in the line, keep the slot at least as long as Redisson's
+// A Java waiter, which never pushes its deadline on, has it lowered by every acquisition ahead of it
+// as Redisson lowers it: by the acquisition's slot (a Java tryLock(waitTime) by waitTime). So a Java
+// acquisition lowers a Go waiter's deadline too: with Java processes in the line, keep the slot at least as long as Redisson's
 // fairLockWaitTimeout and as the wait times of their tryLock calls, or a Java acquisition may cost a
 // Go waiter its place in line (never the lock's exclusion).
 func WithSlot(d time.Duration) Option { return func(o *options) { o.slot = d } }

@@ -119,7 +119,7 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local head, dropped, refused = pass_over(now, field, numsub)
+local head, dropped, refused = pass_over(now, field, numsub, slot)
 if refused then
   return refused
 end

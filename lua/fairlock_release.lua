@@ -28,8 +28,8 @@ local settled = released(memo, before, held)
 if settled then
   return settled
 end
-local count = redis.call('hincrby', lock, field, -1)
-if count > 0 then
+if before > 1 then
+  local count = redis.call('hincrby', lock, field, -1)
   extend(lock, lease) -- the holds left keep at least what they were promised
   if before ~= held then
     remember(memo, count)

@@ -17,14 +17,16 @@
 -- follows, which keeps the prefix's hash tag and so its slot), KEYS[6] waiter records, KEYS[7] the
 -- memos' prefix (core/once.go).
 --
--- pass_over(now, back, numsub): drops the head waiters whose deadline has passed (a head without one
--- counts as late), up to back (a caller that is back in time, or nil). Beyond Redisson, a head of
--- ours (it has a waiting record) is dropped before its deadline when nobody listens on its channel
--- (numsub as for wake; '' to skip) and its last try is more than a grace old: its process has gone.
--- The grace covers a try sent while its Client was still subscribing. Returns the head left, and
--- whether any was dropped; or nil, false and the refusal (refuse.lua) when the queue, the deadlines
--- or the records hold another type, which it finds before it writes.
-local function pass_over(now, back, numsub)
+-- pass_over(now, back, numsub, slot): drops the head waiters whose deadline has passed (a head without
+-- one counts as late), up to back (a caller that is back in time, or nil). Beyond Redisson, a head of
+-- ours (it has a waiting record) is late once its last try is a slot old (the deadline Redisson's
+-- lowering would have brought it to, which take_head leaves out), and it is dropped sooner when nobody
+-- listens on its channel (numsub as for wake; '' to skip) and its last try is more than a grace old:
+-- its process has gone. The grace covers a try sent while its Client was still subscribing. Returns
+-- the head left, whether any was dropped, nil, and the head's record (false: none; nil when the head
+-- is back); or nil, false and the refusal (refuse.lua) when the queue, the deadlines or the records
+-- hold another type, which it finds before it writes.
+local function pass_over(now, back, numsub, slot)
   local queue, deadlines, prefix, records = KEYS[2], KEYS[3], KEYS[5], KEYS[6]
   local dropped = false
   while true do
@@ -43,19 +45,25 @@ local function pass_over(now, back, numsub)
     end
     deadline = tonumber(deadline)
     if deadline and deadline > now then
-      if numsub == '' then
-        return head, dropped
-      end
       local rec = redis.pcall('hget', records, head)
       if type(rec) == 'table' then
         --! INCLUDE refuse.lua
         return nil, false, refuse(records, nil, rec.err)
       end
       local tried = tonumber((string.match(rec or '', '^(%d+) ')))
-      -- A count that cannot be read (an embedded server's reply) keeps the waiter.
-      local listeners = redis.call('pubsub', numsub, prefix .. head)[2]
-      if not tried or tried / 1000 + 2000 > now or not listeners or tonumber(listeners) > 0 then
-        return head, dropped
+      if not tried then
+        return head, dropped, nil, rec
+      end
+      tried = tried / 1000
+      if tried + slot > now then
+        if tried + 2000 > now or numsub == '' then
+          return head, dropped, nil, rec
+        end
+        -- A count that cannot be read (an embedded server's reply) keeps the waiter.
+        local listeners = redis.call('pubsub', numsub, prefix .. head)[2]
+        if not listeners or tonumber(listeners) > 0 then
+          return head, dropped, nil, rec
+        end
       end
     end
     redis.call('lpop', queue)
@@ -66,13 +74,32 @@ local function pass_over(now, back, numsub)
 end
 
 -- take_head(head, slot): head leaves the queue to hold the lock, and everyone behind it moves up one
--- place, so their deadlines come one slot sooner.
+-- place. Redisson lowers every waiter's deadline by a slot for it. Only two kinds of deadline need
+-- that: one that nothing else moves (a waiter without a waiting record: a Java one, or one of ours
+-- before its first record), which is how a Java waiter that died is passed over in time; and the last
+-- waiter's, which a Java waiter joining behind builds its own on. A waiter with a record pushes its
+-- own on at every try, and pass_over takes its last try for its deadline at the head. So an
+-- acquisition lowers those few, and reads the records of the line in one call, not one per waiter.
 local function take_head(head, slot)
-  local queue, deadlines = KEYS[2], KEYS[3]
+  local queue, deadlines, records = KEYS[2], KEYS[3], KEYS[6]
   redis.call('lpop', queue)
   redis.call('zrem', deadlines, head)
-  for _, w in ipairs(redis.call('zrange', deadlines, 0, -1)) do
-    redis.call('zincrby', deadlines, -slot, w)
+  local waiters = redis.call('zrange', deadlines, 0, -1)
+  if #waiters == 0 then
+    return
+  end
+  local last = redis.call('lindex', queue, -1)
+  for i = 1, #waiters, 4000 do -- unpack's bound on a call's arguments
+    local recs = redis.pcall('hmget', records, unpack(waiters, i, math.min(i + 3999, #waiters)))
+    if recs.err then
+      recs = {} -- records of another type: nobody keeps a deadline of its own
+    end
+    for j = i, math.min(i + 3999, #waiters) do
+      local w, rec = waiters[j], recs[j - i + 1]
+      if w == last or not (rec and string.find(rec, '^%d+ ')) then
+        redis.call('zincrby', deadlines, -slot, w)
+      end
+    end
   end
 end
 
@@ -83,12 +110,12 @@ end
 local function wake(slot, publish, numsub)
   local lock, tokens, prefix, records = KEYS[1], KEYS[4], KEYS[5], KEYS[6]
   local t = redis.call('time')
-  local head = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil, numsub)
+  local head, _, _, rec = pass_over(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), nil, numsub, slot)
   if not head then
     return
   end
   local channel = prefix .. head
-  local rec = numsub ~= '' and redis.pcall('hget', records, head)
+  rec = numsub ~= '' and rec
   local score, tag, lease, fenced
   if type(rec) == 'string' then
     score, tag, lease, fenced = string.match(rec, '^(%d+) (%S+) (%d+) ([01])$')

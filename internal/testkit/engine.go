@@ -3,12 +3,19 @@ package testkit
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/send"
+	"github.com/redisync/redisync/lua"
 )
 
 // What a test may look at inside a Client, and the bounds the engine promises, are read here and
@@ -60,4 +67,21 @@ func Idle(c *redisync.Client) error {
 		errs = append(errs, fmt.Errorf("notifier still has %d waiters", n))
 	}
 	return errors.Join(errs...)
+}
+
+// Sent counts the scripts that the Clients of this process send from now until the test ends on
+// keys that contain name, but the checks of holds: a Client sends those whenever one of its
+// connections ends, which rueidis may do at any moment on a loaded machine. Only one test at a time
+// may count.
+func Sent(t testing.TB, name string) func() int64 {
+	var n atomic.Int64
+	send.SetSendTrace(func(_ string, s *lua.Script, keys, _ []string, res *rueidis.RedisResult) {
+		if res == nil && !strings.HasSuffix(s.Name(), "_renew.lua") && slices.ContainsFunc(keys, func(k string) bool {
+			return strings.Contains(k, name)
+		}) {
+			n.Add(1)
+		}
+	})
+	t.Cleanup(func() { send.SetSendTrace(nil) })
+	return n.Load
 }
