@@ -184,11 +184,11 @@ func newClient(rdb rueidis.Client, owns bool, stall time.Duration, conns *hold.C
 	if cfg.Recheck < 0 {
 		return nil, errs.Invalid("client", "", "negative recheck interval %v", cfg.Recheck)
 	}
-	c, err := core.New(rdb, owns, cfg)
+	e, err := core.New(rdb, owns, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core.Embed(c)}, nil
+	return &Client{e}, nil
 }
 
 // Close stops the watchdog and the notifier (and closes the connection if New opened it). It releases

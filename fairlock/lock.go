@@ -29,32 +29,35 @@ import (
 	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/layout"
+	"github.com/redisync/redisync/internal/reentrant"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/pubsub"
 )
 
-// spec is the fair lock in Redis: its keys, its scripts, and how its waiters wait.
-var spec = &core.Spec{
-	Kind: "fair lock",
-	Keys: map[string]string{
+// spec is the fair lock in Redis: rlock's hash, renewed, extended and read by rlock's scripts, with
+// a queue of waiters beside it that its own scripts acquire, release and leave by.
+var spec = func() *core.Spec {
+	s := reentrant.Spec("fair lock")
+	s.Keys = map[string]string{
 		"queue":     layout.FairLock.Queue,
 		"deadlines": layout.FairLock.Deadlines,
 		"counter":   layout.FairLock.Counter,
 		"channel":   layout.FairLock.Channels, // a prefix: each waiter waits on its own channel
 		"records":   layout.FairLock.Records,
-	},
-	Scripts: core.Scripts{
+	}
+	s.Scripts = core.Scripts{
 		Acquire: lua.Load("fairlock_acquire.lua"),
 		Release: lua.Load("fairlock_release.lua"),
-		Renew:   lua.Load("rlock_renew.lua"), // the hold is an ordinary lock hash
+		Renew:   s.Scripts.Renew,
 		Force:   lua.Load("fairlock_force_release.lua"),
 		Leave:   lua.Load("fairlock_leave.lua"),
-		Extend:  lua.Load("lock_extend.lua"),
-		State:   lua.Load("lock_state.lua"),
-	},
+		Extend:  s.Scripts.Extend,
+		State:   s.Scripts.State,
+	}
 	// The channel is this owner's alone, and one acquisition of the owner waits at a time.
-	Policy: pubsub.WakeAll,
-}
+	s.Policy = pubsub.WakeAll
+	return s
+}()
 
 // waiting counts the waiters (Waiting).
 var waiting = lua.Load("fairlock_waiting.lua")
@@ -62,7 +65,7 @@ var waiting = lua.Load("fairlock_waiting.lua")
 // Lock is a distributed fair reentrant lock on one name. It is cheap to create and safe for concurrent
 // use; two Lock values with the same name on the same Client are the same lock.
 type Lock struct {
-	l *core.Lock
+	l core.Lock
 	c *core.Client
 }
 
@@ -122,11 +125,11 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 		o.slot = DefaultSlot
 	}
 	o.Values = map[string]string{"slot": strconv.FormatInt(o.slot.Milliseconds(), 10)}
-	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
-	if err != nil {
+	l := &Lock{c: core.Of(c)}
+	if err := l.l.Init(l.c, spec, name, o.LockOptions); err != nil {
 		return nil, err
 	}
-	return &Lock{l, core.Of(c)}, nil
+	return l, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.
@@ -173,8 +176,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l
 // IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
 // holds the lock (Redisson's isHeldByThread, an owner id standing for the thread id).
 func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
-	n, err := l.l.HoldCountOf(ctx, owner)
-	return n > 0, err
+	return l.l.IsHeldBy(ctx, owner)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
@@ -196,10 +198,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.l.IsLocked(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.l.HoldCount(ctx)
-	return n > 0, err
-}
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.

@@ -24,15 +24,9 @@ if not before and redis.call('exists', lock) == 1 then
     return refused
   end
 end
-if undone(memo, before == held) then
-  return -3
-end
-if not before then
-  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
-  return -1
-end
-if MODE ~= 2 and before == held - 1 then
-  return before -- the first send released it
+local settled = released(memo, before, held)
+if settled then
+  return settled
 end
 if before > 1 then
   local count = redis.call('hincrby', lock, field, -1)

@@ -79,3 +79,22 @@ end
 local function give_up(memo)
   redis.call('set', memo, 'undone', 'px', MEMO_TTL, 'nx')
 end
+
+-- released(memo, count, held): what a release of one hold answers before it acts, or nil when it
+-- goes on. count is the owner's hold count as the script finds it (nil: none), held the count the
+-- client expects before the release. An undo that finds nothing to give back answers -3; an owner
+-- that holds nothing -1, or 0 when this is a send again and the first released the last hold; a
+-- send again (or a first send run after it) that finds held - 1, that count: the first released.
+local function released(memo, count, held)
+  if undone(memo, count == held) then
+    return -3
+  end
+  if not count then
+    if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
+    return -1
+  end
+  if MODE ~= 2 and count == held - 1 then
+    return count -- the first send released it
+  end
+  return nil
+end

@@ -40,15 +40,9 @@ if not count and redis.call('exists', lock) == 1 then
     return refused
   end
 end
-if undone(memo, count == held) then
-  return -3
-end
-if not count then
-  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
-  return -1
-end
-if MODE ~= 2 and count == held - 1 then
-  return count -- the first send released it
+local settled = released(memo, count, held)
+if settled then
+  return settled
 end
 if count > 1 then
   redis.call('hincrby', lock, field, -1)

@@ -20,15 +20,9 @@ local count = mode and tonumber(redis.call('hget', lock, field))
 if count and count <= 0 then
   count = nil
 end
-if undone(memo, count == held) then
-  return -3
-end
-if not count then
-  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
-  return -1
-end
-if MODE ~= 2 and count == held - 1 then
-  return count -- the first send released it
+local settled = released(memo, count, held)
+if settled then
+  return settled
 end
 local before = count
 count = redis.call('hincrby', lock, field, -1)

@@ -16,15 +16,9 @@ if refused then
   return refused
 end
 local before = mode == 'write' and tonumber(redis.call('hget', lock, field))
-if undone(memo, before == held) then
-  return -3
-end
-if not before then
-  if MODE == 1 and held == 1 then return 0 end -- the first send released the last hold
-  return -1
-end
-if MODE ~= 2 and before == held - 1 then
-  return before -- the first send released it
+local settled = released(memo, before, held)
+if settled then
+  return settled
 end
 local count = redis.call('hincrby', lock, field, -1)
 if count > 0 then

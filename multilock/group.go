@@ -31,7 +31,7 @@ import (
 //
 // See the package doc for the Group's layout in Redis and the clocks it is kept by.
 type Group struct {
-	l      *core.Lock
+	l      core.Lock
 	c      *core.Client
 	fields []string // the values' field names, sorted: the lock's tail
 }
@@ -101,12 +101,11 @@ func NewGroup(c *redisync.Client, group string, values []string, opts ...GroupOp
 	slices.Sort(fields)
 	fields = slices.Compact(fields)
 	o.Tail = fields
-	cc := core.Of(c)
-	l, err := core.NewLock(cc, groupSpec, group, o.LockOptions)
-	if err != nil {
+	g := &Group{c: core.Of(c), fields: fields}
+	if err := g.l.Init(g.c, groupSpec, group, o.LockOptions); err != nil {
 		return nil, err
 	}
-	return &Group{l: l, c: cc, fields: fields}, nil
+	return g, nil
 }
 
 // redissonKey is the HighwayHash key Redisson hashes values with (org.redisson.misc.Hash): four 64-bit

@@ -106,8 +106,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l
 // IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
 // holds the lock (Redisson's isHeldByThread, an owner id standing for the thread id).
 func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
-	n, err := l.l.HoldCountOf(ctx, owner)
-	return n > 0, err
+	return l.l.IsHeldBy(ctx, owner)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
@@ -128,10 +127,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.l.IsLocked(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.l.HoldCount(ctx)
-	return n > 0, err
-}
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.

@@ -65,7 +65,7 @@ func policy(message string) int64 {
 
 // Lock is one side of an RWLock: its ReadLock or its WriteLock.
 type Lock struct {
-	l      *core.Lock
+	l      core.Lock
 	c      *core.Client
 	writer bool
 }
@@ -112,8 +112,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l
 // IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
 // holds this side (Redisson's isHeldByThread, an owner id standing for the thread id).
 func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
-	n, err := l.l.HoldCountOf(ctx, owner)
-	return n > 0, err
+	return l.l.IsHeldBy(ctx, owner)
 }
 
 // Unlock releases the hold on this side that ctx carries: the side is free of that owner when every
@@ -152,10 +151,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // IsHeld reports whether ctx's owner holds this side (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.l.HoldCount(ctx)
-	return n > 0, err
-}
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds this side (0 when it does not). Like Unlock, it
 // answers even when ctx has ended, since ctx here names the owner.

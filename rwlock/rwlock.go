@@ -107,15 +107,14 @@ func New(c *redisync.Client, name string, opts ...Option) (*RWLock, error) {
 		recheck, _ := strconv.ParseInt(cc.Values.Recheck, 10, 64)
 		write.Values["policy"] = strconv.FormatInt(2*recheck, 10)
 	}
-	r, err := core.NewLock(cc, readSpec, name, read)
-	if err != nil {
+	rw := &RWLock{read: Lock{c: cc}, write: Lock{c: cc, writer: true}}
+	if err := rw.read.l.Init(cc, readSpec, name, read); err != nil {
 		return nil, err
 	}
-	w, err := core.NewLock(cc, writeSpec, name, write)
-	if err != nil {
+	if err := rw.write.l.Init(cc, writeSpec, name, write); err != nil {
 		return nil, err
 	}
-	return &RWLock{read: Lock{l: r, c: cc}, write: Lock{l: w, c: cc, writer: true}}, nil
+	return rw, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.

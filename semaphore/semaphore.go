@@ -192,7 +192,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait time.Duration) er
 	// first try, the usual case, sends and builds no record.
 	a.args = [nArgs]string{argPermits: itoa(n), argWindow: "0", argClient: s.c.Values.Client, argLinger: lingerMs,
 		argRid: s.c.RequestID()}
-	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a}
+	w := waiting.Wait{Channel: s.channel, Weight: n, Policy: wake, Tries: a, Again: a}
 	if wait != 0 && s.windowMs != "0" { // a single try records no waiter
 		w.Wake, w.Grants = s.wake, a
 	}
@@ -275,11 +275,11 @@ func (a *acquisition) Tag() string {
 	return a.args[argRecord]
 }
 
-// Claim takes the permits that a release took for this waiter, if it did so after the waiter's last
-// try (see waiting.GrantFor), and has the grant deleted, which only a later try or a give-back would
-// read: soon, batched with other deletes of the Client, and off the waiter's path.
-func (a *acquisition) Claim(payload string) bool {
-	if _, ok := waiting.GrantFor(payload, a.score); !ok {
+// Claim takes the permits that a release took for this waiter, if it did so for the record its last
+// try left, and has the grant deleted, which only a later try or a give-back would read: soon,
+// batched with other deletes of the Client, and off the waiter's path.
+func (a *acquisition) Claim(_, score int64) bool {
+	if score != a.score {
 		return false
 	}
 	a.s.c.DeleteLater(a.s.keys[5], a.args[argRecord])

@@ -32,7 +32,7 @@ var spec = reentrant.Spec("spin lock")
 // Lock is a distributed reentrant spin lock on one name. It is cheap to create and safe for
 // concurrent use; two Lock values with the same name on the same Client are the same lock, and so
 // is an rlock.Lock of that name.
-type Lock struct{ l *core.Lock }
+type Lock struct{ l core.Lock }
 
 // Option configures a Lock.
 type Option func(*options)
@@ -73,11 +73,11 @@ func New(c *redisync.Client, name string, opts ...Option) (*Lock, error) {
 	if o.Backoff, err = policy(o.backoff); err != nil {
 		return nil, errs.Invalid(spec.Kind, name, "%v", err)
 	}
-	l, err := core.NewLock(core.Of(c), spec, name, o.LockOptions)
-	if err != nil {
+	l := new(Lock)
+	if err := l.l.Init(core.Of(c), spec, name, o.LockOptions); err != nil {
 		return nil, err
 	}
-	return &Lock{l}, nil
+	return l, nil
 }
 
 // Name returns the lock's name, which is also its key in Redis.
@@ -118,8 +118,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error { return l
 // IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
 // holds the lock (Redisson's isHeldByThread, an owner id standing for the thread id).
 func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
-	n, err := l.l.HoldCountOf(ctx, owner)
-	return n > 0, err
+	return l.l.IsHeldBy(ctx, owner)
 }
 
 // Token returns the fencing token of the acquisition that ctx came from (see WithFencing).
@@ -139,10 +138,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) { return l.l.Force
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.l.IsLocked(ctx) }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread).
-func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	n, err := l.l.HoldCount(ctx)
-	return n > 0, err
-}
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) { return l.l.IsHeld(ctx) }
 
 // HoldCount returns how many times ctx's owner holds the lock (0 when it does not), even when ctx
 // has ended.

@@ -132,6 +132,23 @@ func (c *command) parse(args []string, stopAfter int) (positional, tail []string
 	return positional, nil, false, -1
 }
 
+// parseName parses args (see parse) for a subcommand that takes one NAME, not empty, and nothing
+// else, and returns it; code >= 0 is the exit status when args are not that, a usage error said.
+func (c *command) parseName(args []string) (name string, code int) {
+	pos, _, _, code := c.parse(args, 0)
+	switch {
+	case code >= 0:
+		return "", code
+	case len(pos) == 0:
+		return "", c.usageError("missing NAME")
+	case len(pos) > 1:
+		return "", c.usageError("unexpected argument %q", pos[1])
+	case pos[0] == "":
+		return "", c.usageError("empty NAME")
+	}
+	return pos[0], -1
+}
+
 // usageError reports a usage error (msg, unless empty: flag has printed its own) and returns exitUsage.
 func (c *command) usageError(msg string, args ...any) int {
 	if msg != "" {

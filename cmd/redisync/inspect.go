@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -147,18 +146,11 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	interval := durationFlag(cmd.fs, "interval", time.Second, "how often --watch reads, at least "+minInterval.String())
 	var conn connFlags
 	conn.register(cmd.fs)
-	pos, _, _, code := cmd.parse(args, 0)
+	name, code := cmd.parseName(args)
 	if code >= 0 {
 		return code
 	}
-	switch {
-	case len(pos) == 0:
-		return cmd.usageError("missing NAME")
-	case len(pos) > 1:
-		return cmd.usageError("unexpected argument %q", pos[1])
-	case pos[0] == "":
-		return cmd.usageError("empty NAME")
-	case *interval < minInterval:
+	if *interval < minInterval {
 		return cmd.usageError("--interval %v is too short: at least %v (each read costs the server a few round trips)", *interval, minInterval)
 	}
 	rdb, code := conn.rawClient(cmd, -1)
@@ -167,18 +159,16 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	defer rdb.Close()
 	if *watching {
-		return watchInspect(cmd, rdb, conn.objectKey(pos[0]), *asJSON, *interval)
+		return watchInspect(cmd, rdb, conn.objectKey(name), *asJSON, *interval)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := inspect(ctx, rdb, conn.objectKey(pos[0]))
+	st, err := inspect(ctx, rdb, conn.objectKey(name))
 	if err != nil {
 		return redisError(cmd, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(st)
+		printJSON(stdout, st)
 	} else {
 		st.print(stdout)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/countdown"
-	"github.com/redisync/redisync/internal/core"
 )
 
 const latchHeader = `Usage: redisync latch [flags] NAME set N | countdown | count [--json] | await [-w DURATION | -n] [-E STATUS]
@@ -164,18 +163,15 @@ func (op latchOp) run(cmd *command, l *countdown.Latch, w *waitFlags, start time
 // checkLatchKey returns exitDataErr, with a message naming the key's type but never its content,
 // when name holds something other than a latch's count: a whole number above zero.
 func checkLatchKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
-	rdb := c.Redis()
-	key, _ := core.Of(c).Name("", name)
-	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), getNumber(rdb, key))
-	typ, err := res[0].ToString()
-	if err != nil {
-		return redisError(cmd, err)
+	typ, res, code := keyType(ctx, cmd, c, name, getNumber)
+	if code >= 0 {
+		return code
 	}
 	switch typ {
 	case "none":
 		return -1
 	case "string":
-		v, err := res[1].ToString()
+		v, err := res.ToString()
 		if err != nil && !rueidis.IsRedisNil(err) && !hasCode(err, "WRONGTYPE") {
 			return redisError(cmd, err)
 		}

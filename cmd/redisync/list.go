@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -115,9 +114,7 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 		return redisError(cmd, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(found)
+		printJSON(stdout, found)
 	} else {
 		printList(stdout, found)
 	}

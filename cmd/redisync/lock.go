@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/layout"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -243,18 +244,17 @@ func (f *lockFlags) options(start time.Time) heldOptions {
 // would take for holders, waiting for ever and writing waiter records beside it. A key of another
 // type is refused by the script itself, as it is here.
 func checkLockKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
-	rdb := c.Redis()
-	key, _ := core.Of(c).Name("", name)
-	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), rdb.B().Hscan().Key(key).Cursor(0).Count(listHashPage).Build())
-	typ, err := res[0].ToString()
-	if err != nil {
-		return redisError(cmd, err)
+	typ, res, code := keyType(ctx, cmd, c, name, func(rdb rueidis.Client, key string) rueidis.Completed {
+		return rdb.B().Hscan().Key(key).Cursor(0).Count(listHashPage).Build()
+	})
+	if code >= 0 {
+		return code
 	}
 	switch typ {
 	case "none":
 		return -1
 	case "hash":
-		page, err := res[1].AsScanEntry()
+		page, err := res.AsScanEntry()
 		if err != nil && !hasCode(err, "WRONGTYPE") {
 			return redisError(cmd, err)
 		}

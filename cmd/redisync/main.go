@@ -87,26 +87,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	sub, rest := args[0], slices.Concat(lead, args[1:])
+	// Each subcommand runs with its args, the leading connection flags first.
+	commands := map[string]func(args []string, stdout, stderr io.Writer) int{
+		"demo": cmdDemo, "lock": cmdLock, "semaphore": cmdSemaphore, "latch": cmdLatch, "inspect": cmdInspect,
+		"list": cmdList, "rate": cmdRate, "unlock": cmdUnlock, "completion": cmdCompletion,
+	}
+	sub := args[0]
+	if cmd, ok := commands[sub]; ok {
+		return cmd(slices.Concat(lead, args[1:]), stdout, stderr)
+	}
 	switch sub {
-	case "demo":
-		return cmdDemo(rest, stdout, stderr)
-	case "lock":
-		return cmdLock(rest, stdout, stderr)
-	case "semaphore":
-		return cmdSemaphore(rest, stdout, stderr)
-	case "latch":
-		return cmdLatch(rest, stdout, stderr)
-	case "inspect":
-		return cmdInspect(rest, stdout, stderr)
-	case "list":
-		return cmdList(rest, stdout, stderr)
-	case "rate":
-		return cmdRate(rest, stdout, stderr)
-	case "unlock":
-		return cmdUnlock(rest, stdout, stderr)
-	case "completion":
-		return cmdCompletion(rest, stdout, stderr)
 	case "version", "-version", "--version":
 		switch {
 		case len(args) == 2 && strings.TrimLeft(args[1], "-") == "json":

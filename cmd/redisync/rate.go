@@ -130,15 +130,11 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 		return cmd.usageError("--keep-alive %v is shorter than the interval %v", *keepAlive, rate.interval)
 	}
 	start := time.Now()
-	c, code := conn.connect(cmd, w.budget())
+	c, l, code := openLimiter(cmd, &conn, &w, name)
 	if code >= 0 {
 		return code
 	}
 	defer c.Close()
-	l, err := ratelimit.New(c, name)
-	if err != nil {
-		return cmd.usageError("%v", err)
-	}
 	ctx, cancel := w.before(start)
 	code = trySetRate(ctx, cmd, l, name, rate, *keepAlive)
 	cancel()
@@ -147,6 +143,21 @@ func cmdRate(args []string, stdout, stderr io.Writer) int {
 	}
 	o := heldOptions{wait: w.wait.bound(), start: start, grace: 10 * time.Second, waits: &w}
 	return runHeld(cmd, c, permitHolder(l, name), o, argv)
+}
+
+// openLimiter connects within w's budget and returns the limiter called name, or an exit status
+// (>= 0); the caller closes c.
+func openLimiter(cmd *command, conn *connFlags, w *waitFlags, name string) (c *redisync.Client, l *ratelimit.Limiter, code int) {
+	c, code = conn.connect(cmd, w.budget())
+	if code >= 0 {
+		return nil, nil, code
+	}
+	l, err := ratelimit.New(c, name)
+	if err != nil {
+		c.Close()
+		return nil, nil, cmd.usageError("%v", err)
+	}
+	return c, l, -1
 }
 
 // permitHolder takes one permit of the limiter l, called name, for COMMAND: nothing is given back.
@@ -206,15 +217,11 @@ func rateUpdate(cmd *command, conn *connFlags, pos []string, command bool, rate 
 	}
 	var w waitFlags
 	start := time.Now()
-	c, code := conn.connect(cmd, w.budget())
+	c, l, code := openLimiter(cmd, conn, &w, name)
 	if code >= 0 {
 		return code
 	}
 	defer c.Close()
-	l, err := ratelimit.New(c, name)
-	if err != nil {
-		return cmd.usageError("%v", err)
-	}
 	ctx, cancel := w.before(start)
 	defer cancel()
 	cfg, code := updateRate(ctx, cmd, l, name, rate, keepAlive, setKeepAlive)

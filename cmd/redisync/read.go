@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
 )
 
@@ -112,6 +113,19 @@ func number(s string, ok bool) (int64, bool) {
 // getNumber is the bounded read of a counter: at most numberLen+1 bytes of whatever the key holds.
 func getNumber(rdb rueidis.Client, key string) rueidis.Completed {
 	return rdb.B().Getrange().Key(key).Start(0).End(numberLen).Build()
+}
+
+// keyType reads the type of name's key ("none": no key) and, in the same round trip, what read
+// asks of it; code is the exit status (>= 0) when Redis refused the TYPE.
+func keyType(ctx context.Context, cmd *command, c *redisync.Client, name string, read func(rueidis.Client, string) rueidis.Completed) (typ string, res rueidis.RedisResult, code int) {
+	rdb := c.Redis()
+	key, _ := core.Of(c).Name("", name)
+	both := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), read(rdb, key))
+	typ, err := both[0].ToString()
+	if err != nil {
+		return "", both[1], redisError(cmd, err)
+	}
+	return typ, both[1], -1
 }
 
 // firstOf returns the first n members of a sorted set, lowest score first, with their scores.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync"
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -213,14 +212,11 @@ func semaphoreUpdate(cmd *command, conn *connFlags, name string, setting bool, n
 // checkSemaphoreKey returns an exit status unless name is a semaphore already: an update never
 // creates one, so that a mistyped name leaves nothing behind, and never writes into other data.
 func checkSemaphoreKey(ctx context.Context, cmd *command, c *redisync.Client, name string) int {
-	rdb := c.Redis()
-	key, _ := core.Of(c).Name("", name)
-	res := rdb.DoMulti(ctx, rdb.B().Type().Key(key).Build(), getNumber(rdb, key))
-	typ, err := res[0].ToString()
-	if err != nil {
-		return redisError(cmd, err)
+	typ, res, code := keyType(ctx, cmd, c, name, getNumber)
+	if code >= 0 {
+		return code
 	}
-	v, verr := res[1].ToString()
+	v, verr := res.ToString()
 	if _, ok := number(v, verr == nil); typ != "none" && (typ != "string" || !ok) {
 		fmt.Fprintf(cmd.stderr, "redisync semaphore: %q holds a %s that is not a semaphore; nothing changed\n", name, typ)
 		return exitDataErr

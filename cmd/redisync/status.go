@@ -18,9 +18,9 @@ import (
 // every subcommand: retry loops can tell a server that is down or stalled (69) from data that is
 // not what the command expects (65) and from a user that lacks a permission or a password (77),
 // which no retry will fix. The library's errors say which by their sentinel; Redis's own, from the
-// tool's direct reads and from connecting, are read the library's way (errs.Refusal) first.
+// tool's direct reads and from connecting, are read the library's way (errs.Errorf, which tells them as its sentinels) first.
 func statusOf(err error) int {
-	err = errs.Refusal("", err)
+	err = errs.Errorf("", "", err)
 	switch {
 	case errors.Is(err, redisync.ErrNoPermission):
 		return exitNoPerm

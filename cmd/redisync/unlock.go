@@ -60,21 +60,13 @@ func cmdUnlock(args []string, stdout, stderr io.Writer) int {
 	asJSON := cmd.fs.Bool("json", false, `print {"name", "kind", "was_held", "holders"}`)
 	var conn connFlags
 	conn.register(cmd.fs)
-	pos, _, _, code := cmd.parse(args, 0)
+	name, code := cmd.parseName(args)
 	if code >= 0 {
 		return code
 	}
-	switch {
-	case len(pos) == 0:
-		return cmd.usageError("missing NAME")
-	case len(pos) > 1:
-		return cmd.usageError("unexpected argument %q", pos[1])
-	case pos[0] == "":
-		return cmd.usageError("empty NAME")
-	case !*force:
+	if !*force {
 		return cmd.usageError("unlock breaks a lock whoever holds it: say so with --force")
 	}
-	name := pos[0]
 	if err := checkName(name); err != nil {
 		return cmd.usageError("%v", err)
 	}
@@ -181,8 +173,8 @@ func forceUnlock(ctx context.Context, c *redisync.Client, name string, st *state
 				fields = append(fields, v.Field)
 			}
 		}
-		l, err := core.NewLock(core.Of(c), groupSpec, name, core.LockOptions{Tail: fields})
-		if err != nil {
+		var l core.Lock
+		if err := l.Init(core.Of(c), groupSpec, name, core.LockOptions{Tail: fields}); err != nil {
 			return false, err
 		}
 		return l.ForceUnlock(ctx)

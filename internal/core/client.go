@@ -66,7 +66,7 @@ type Client struct {
 	listings listings
 
 	// Values are what every script of this Client is given.
-	Values Values
+	Values values
 	// counts is false where a count of a channel's subscribers cannot be trusted (classic Pub/Sub on
 	// a cluster counts the subscribers of one node only).
 	counts bool
@@ -77,8 +77,9 @@ type Client struct {
 
 }
 
-// New wraps rdb. When owns is true, Close closes rdb too.
-func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
+// New wraps rdb in a Client, and returns it as package redisync's Client embeds it. When owns is
+// true, Close closes rdb too.
+func New(rdb rueidis.Client, owns bool, cfg Config) (Engine, error) {
 	if cfg.WatchdogTimeout == 0 {
 		cfg.WatchdogTimeout = defaultWatchdogTimeout
 	}
@@ -90,7 +91,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	if cluster {
 		v, err := serverMajorVersion(rdb)
 		if err != nil {
-			return nil, err
+			return Engine{}, err
 		}
 		sharded = v >= 7
 	}
@@ -105,7 +106,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 		ev:      hold.Events{Func: cfg.Events, Logger: cfg.Logger},
 	}
 	c.watchdogMs, c.windowMs = ms(cfg.WatchdogTimeout), ms(c.waitWindow())
-	c.Values = Values{Publish: "publish", NumSub: "numsub", Window: c.windowMs, Client: id, Recheck: ms(cfg.Recheck)}
+	c.Values = values{Publish: "publish", NumSub: "numsub", Window: c.windowMs, Client: id, Recheck: ms(cfg.Recheck)}
 	if sharded {
 		c.Values.Publish, c.Values.NumSub = "spublish", "shardnumsub"
 	}
@@ -119,7 +120,7 @@ func New(rdb rueidis.Client, owns bool, cfg Config) (*Client, error) {
 	if cfg.Conns != nil {
 		cfg.Conns.Attach(c.holds)
 	}
-	return c, nil
+	return Engine{c}, nil
 }
 
 // serverMajorVersion asks one node for its version; a cluster uses sharded Pub/Sub from Redis 7 on.
@@ -174,8 +175,8 @@ func (c *Client) leaseMs(lease time.Duration) string {
 	return ms(lease)
 }
 
-// Values are what every script of a Client is given.
-type Values struct {
+// values are what every script of a Client is given.
+type values struct {
 	// Publish is the command scripts publish with: PUBLISH, or SPUBLISH on a Redis 7+ cluster, where
 	// the notifier subscribes with SSUBSCRIBE.
 	Publish string
@@ -195,12 +196,9 @@ type Values struct {
 // ms formats d in milliseconds, as scripts take durations.
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// Engine is what package redisync's Client embeds: the packages of the primitives reach the Client
-// behind it with Of, by import, and its users see no method of it.
+// Engine is what package redisync's Client embeds (see New): the packages of the primitives reach
+// the Client behind it with Of, by import, and its users see no method of it.
 type Engine struct{ c *Client }
-
-// Embed returns the Engine of c.
-func Embed(c *Client) Engine { return Engine{c} }
 
 func (e Engine) engine() *Client { return e.c }
 

@@ -21,10 +21,11 @@ func newMini(t *testing.T) *Client {
 func newMiniServer(t *testing.T) (*miniredis.Miniredis, *Client) {
 	t.Helper()
 	m, rdb := minitest.Mini(t)
-	c, err := New(rdb, true, Config{StallBound: 12 * time.Second}) // as package redisync gives rueidis's defaults
+	e, err := New(rdb, true, Config{StallBound: 12 * time.Second}) // as package redisync gives rueidis's defaults
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := e.c
 	t.Cleanup(func() { c.Close() })
 	return m, c
 }

@@ -247,17 +247,8 @@ type Lock struct {
 	clients  string   // the clients record, where the spec has one ("clients")
 }
 
-// NewLock returns the lock of spec on name, which it checks and maps (Client.Name).
-func NewLock(c *Client, spec *Spec, name string, o LockOptions) (*Lock, error) {
-	l := new(Lock)
-	if err := l.Init(c, spec, name, o); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// Init makes l the lock of spec on name, as NewLock does, for a primitive that keeps its Lock in
-// an allocation of its own.
+// Init makes l the lock of spec on name, which it checks and maps (Client.Name). A primitive keeps
+// its Lock in an allocation of its own.
 func (l *Lock) Init(c *Client, spec *Spec, name string, o LockOptions) error {
 	name, err := c.Name(spec.Kind, name)
 	if err != nil {
@@ -354,10 +345,10 @@ func (l *Lock) field(owner int64) string {
 	return send.Numbered([]string{l.c.id}, owner) + l.spec.Suffix
 }
 
-// Describe says what the lock is, for its holds' errors and events (hold.Object).
+// Describe says what the lock is, for its holds' errors and events (see hold's Holds.Enter).
 func (l *Lock) Describe() (kind, name string, shared bool) { return l.spec.Kind, l.name, l.spec.Shared }
 
-// Field returns owner's field in the hash, and how the watchdog renews its hold (hold.Object).
+// Field returns owner's field in the hash, and how the watchdog renews its hold (see Describe).
 func (l *Lock) Field(owner int64) (string, hold.Renewal) {
 	field := l.field(owner)
 	return field, hold.Renewal{Script: l.plan.scripts[sRenew].s, Keys: l.keysOf(sRenew), By: l, Field: field}
@@ -425,11 +416,8 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.
 	if ctx == nil {
 		return nil, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	owner, carried := hold.OwnerID(ctx)
-	if !carried {
-		owner = hold.NewOwner() // a fresh owner, which the hold's ctx carries
-	}
-	held, err := l.hold(ctx, owner, !carried, wait, lease)
+	owner, _ := hold.OwnerID(ctx) // 0 when ctx carries none
+	held, err := l.hold(ctx, owner, wait, lease)
 	if err != nil {
 		return nil, errs.Errorf(l.spec.Kind, l.name, err)
 	}
@@ -437,13 +425,13 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (context.
 }
 
 // hold acquires a hold for owner with lease (0: the watchdog keeps it) through ctx, which may carry
-// the owner's outer holds, and derives its ctx from ctx; fresh: ctx does not carry the owner, and
-// the hold's ctx must.
-func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease time.Duration) (context.Context, error) {
+// the owner's outer holds, and derives its ctx from ctx; owner 0: ctx carries none, and the hold's
+// ctx carries the fresh one that Enter draws.
+func (l *Lock) hold(ctx context.Context, owner int64, wait, lease time.Duration) (context.Context, error) {
 	c := l.c
 	a := &attempt{l: l}
 	a.v[vLease] = l.leaseArg(lease)
-	w := waiting.Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Lease: lease, Hold: &a.acq}
+	w := waiting.Wait{Weight: 1, Policy: l.spec.Policy, Tries: a, Again: a, Lease: lease, Hold: &a.acq}
 	if w.Lease == 0 {
 		w.Lease = c.cfg.WatchdogTimeout
 	}
@@ -453,6 +441,9 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		a.v[vWaits] = "1"
 		if l.handOver {
 			w.Grants, w.Wake = a, l.wake
+			if l.plan.scripts[sList].s != nil {
+				w.List = a
+			}
 		}
 	}
 	m := c.Observe(l.spec.Kind, l.name, &w)
@@ -478,7 +469,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 		a.acq.Abort(lease == 0)
 		// An acquisition that Redis refused at every try has no record or place to leave.
 		if waits && a.tried.Load() && l.plan.scripts[sLeave].s != nil && !errors.Is(err, errs.ErrClosed) &&
-			(a.placed.Load() || !send.IsRedisError(err)) {
+			(a.placed.Load() || !isRedisError(err)) {
 			l.leave(send.Overtime, a.v[vField], a.v[vTag], a.v[vRid], "1")
 		}
 		return nil, err
@@ -486,7 +477,7 @@ func (l *Lock) hold(ctx context.Context, owner int64, fresh bool, wait, lease ti
 	if l.keptMemo(a.count, held) {
 		c.DeleteLater(l.memo(a.v[vRid]))
 	}
-	heldCtx := a.acq.Commit(ctx, lease, start, fresh, a.v[vTag] != "")
+	heldCtx := a.acq.Commit(ctx, lease, start, owner == 0, a.v[vTag] != "")
 	m.Done(nil)
 	if l.fenced {
 		return c.withToken(heldCtx, l.spec.Kind, l.name, a.token), nil
@@ -604,8 +595,9 @@ func (a *attempt) Tag() string {
 	return a.v[vTag]
 }
 
-// List lists this Client among the lock's clients before a waiter subscribes to the lock's channels,
-// unless a listing made less than half the linger ago still stands. A release counts who listens on
+// List (the wait's List, where the spec has a List script and releases hand over) lists this Client
+// among the lock's clients before a waiter subscribes to the lock's channels, unless a listing made
+// less than half the linger ago still stands. A release counts who listens on
 // the lock's channel against the clients listed, and takes anyone beyond them for a Java waiter
 // (rlock_wake.lua): a Client that listened before it was listed, for the round trip between its
 // subscription and its next try, passed for one, and the release left the lock free for a Java
@@ -614,30 +606,29 @@ func (a *attempt) Tag() string {
 // that got no answer is made again by the next try.
 func (a *attempt) List(ctx context.Context) error {
 	l, c := a.l, a.l.c
-	s := l.plan.scripts[sList].s
-	if s == nil || !l.handOver || !c.listAgain(l.clients, pubsub.Linger/2) {
+	if !c.listAgain(l.clients, pubsub.Linger/2) {
 		return nil
 	}
 	sent := time.Now()
 	v := call{vLinger: lingerMs}
 	var buf [4]string
-	err := c.Send(ctx, s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error()
+	err := c.Send(ctx, l.plan.scripts[sList].s, l.keysOf(sList), l.appendArgs(buf[:0], sList, &v)).Error()
 	switch {
 	case err == nil:
 		c.listed(l.clients, sent, pubsub.Linger/2)
-	case send.IsRedisError(err):
+	case isRedisError(err):
 		return err
 	}
 	return nil
 }
 
-// Claim takes a hand-over made after the last try (see GrantFor).
-func (a *attempt) Claim(payload string) bool {
-	token, ok := waiting.GrantFor(payload, a.score)
-	if ok {
-		a.count, a.token = int64(a.held)+1, token
+// Claim takes a hand-over made for the record the last try left.
+func (a *attempt) Claim(token, score int64) bool {
+	if score != a.score {
+		return false
 	}
-	return ok
+	a.count, a.token = int64(a.held)+1, token
+	return true
 }
 
 // Stray gives back a lock that a release handed to a waiter that is no longer there: on a channel of
@@ -713,7 +704,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	var v call
 	id := hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix}
-	if a := hold.In(ctx, l.c.holds, id); a != nil && a.Waited() {
+	if a := l.c.holds.In(ctx, id); a != nil && a.Waited() {
 		v[vWaits] = "1"
 	}
 	err := l.c.holds.Release(ctx, id, func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error) {
@@ -789,7 +780,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := l.c.Closed(); err != nil {
 		return errs.Errorf(l.spec.Kind, l.name, err) // Close ended every hold: none is extended
 	}
-	a := hold.In(ctx, l.c.holds, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix})
+	a := l.c.holds.In(ctx, hold.ID{Key: l.holdKey, Owner: owner, Suffix: l.spec.Suffix})
 	if a != nil && !a.Extended(time.Time{}, 0) {
 		return errs.Errorf(l.spec.Kind, l.name, fmt.Errorf("%w: its lease ended, or it was released", errs.ErrNotHeld))
 	}
@@ -863,13 +854,21 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	return l.holdCount(ctx, field)
 }
 
-// HoldCountOf returns how many times owner, an owner of this Client, holds the lock (Redisson's
+// IsHeld reports whether ctx's owner holds the lock (Redisson's isHeldByCurrentThread), as
+// HoldCount counts.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// IsHeldBy reports whether owner, an owner of this Client, holds the lock (Redisson's
 // isHeldByThread, with an owner id for the thread id).
-func (l *Lock) HoldCountOf(ctx context.Context, owner int64) (int, error) {
+func (l *Lock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 	if ctx == nil {
-		return 0, errs.Invalid(l.spec.Kind, l.name, "nil context")
+		return false, errs.Invalid(l.spec.Kind, l.name, "nil context")
 	}
-	return l.holdCount(ctx, l.field(owner))
+	n, err := l.holdCount(ctx, l.field(owner))
+	return n > 0, err
 }
 
 func (l *Lock) holdCount(ctx context.Context, field string) (int, error) {
@@ -923,6 +922,12 @@ func (c *Client) token(ctx context.Context, kind, name string) (int64, bool) {
 // looks every half Linger), while that waiter may have listed the Client last half a Linger and a try
 // before it left (listAgain). Half a Linger more spares a notifier or a try held up on a busy machine.
 var lingerMs = strconv.FormatInt((pubsub.Linger * 5 / 2).Milliseconds(), 10)
+
+// isRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
+func isRedisError(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
+}
 
 func flag(b bool) string {
 	if b {

@@ -115,7 +115,7 @@ func (n Names) redisson(name string) bool {
 		return hasTag(name) // the side keys have name's tag, or none
 	}
 	i := strings.IndexByte(name, '}')
-	return i < 0 || (i > 0 && send.CRC16(name[:i])&16383 == send.CRC16(name)&16383) // the tag is name[:i]
+	return i < 0 || (i > 0 && send.Slot(name[:i]) == send.Slot(name)) // the tag is name[:i]
 }
 
 func writePrefixed(b *strings.Builder, prefix, name string, redisson bool) {
@@ -180,7 +180,7 @@ func slotTag(slot uint16) string {
 		walk = func(depth int) bool {
 			if depth == 0 {
 				s := string(buf)
-				if t := send.CRC16(s) & 16383; slotTags[t] == "" {
+				if t := send.Slot(s); slotTags[t] == "" {
 					slotTags[t] = s
 					left--
 				}

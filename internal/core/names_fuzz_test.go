@@ -7,15 +7,16 @@ import (
 	"github.com/redisync/redisync/internal/send"
 )
 
-// slotOf is the slot Redis Cluster computes for key, written from the specification independently
-// of Slot: the first '{' and the first '}' after it delimit the tag when something lies between.
+// slotOf is the slot Redis Cluster computes for key, its tag found as the specification says,
+// independently of Slot: the first '{' and the first '}' after it delimit the tag when something
+// lies between. The tag holds no '}', so Slot hashes all of it.
 func slotOf(key string) uint16 {
 	if s := strings.IndexByte(key, '{'); s >= 0 {
 		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
 			key = key[s+1 : s+1+e]
 		}
 	}
-	return send.CRC16(key) % 16384
+	return send.Slot(key)
 }
 
 // Redisson's RedissonObject.prefixName and suffixName, and RedissonCountDownLatch's channel.

@@ -21,17 +21,17 @@ var (
 	ErrNotInnermost    = errors.New("redisync: holds taken inside this one are still open")
 	ErrNotInitialized  = errors.New("redisync: not initialized")
 	ErrWrongType       = errors.New("redisync: the name holds other data")
-	// ErrNoPermission: Redis refused the user (NOPERM, NOAUTH, WRONGPASS); see Refusal.
+	// ErrNoPermission: Redis refused the user (NOPERM, NOAUTH, WRONGPASS); see refusal.go.
 	ErrNoPermission = errors.New("redisync: not permitted by Redis")
-	// ErrRefused: Redis refused the call for a reason of its own (OOM, READONLY, BUSY...); see Refusal.
+	// ErrRefused: Redis refused the call for a reason of its own (OOM, READONLY, BUSY...); see refusal.go.
 	ErrRefused = errors.New("redisync: refused by Redis")
 )
 
 // Errorf wraps err (a sentinel or a Redis error) with the kind and name of the object it concerns, so that
 // errors.Is keeps working and the message says which lock failed. A Redis error becomes a refusal
-// (see Refusal).
+// (see refusal.go).
 func Errorf(kind, name string, err error) error {
-	return &objectError{kind: kind, name: name, err: Refusal(name, err)}
+	return &objectError{kind: kind, name: name, err: refusal(name, err)}
 }
 
 // Invalid returns an ErrInvalidArgument that says what was wrong.

@@ -24,11 +24,11 @@ func (e *refused) Error() string { return e.sentinel.Error() + ": " + e.detail }
 
 func (e *refused) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
-// Refusal returns err, when it is an answer from Redis that refuses the call or data the call cannot
+// refusal returns err, when it is an answer from Redis that refuses the call or data the call cannot
 // read, as a refusal matching one of the sentinels; other errors as they are. name is the object's
 // key: a refusal that names it is about the name itself, one that names another key about one of its
 // side keys. Errorf applies it to every error it wraps.
-func Refusal(name string, err error) error {
+func refusal(name string, err error) error {
 	var done *refused
 	if err == nil || errors.As(err, &done) {
 		return err

@@ -105,7 +105,7 @@ func (h *hold) held() int { return len(h.stack) + h.extra }
 type holdsKey struct{}
 
 // In finds, in ctx, the innermost acquisition of c's hold id that the ctx came from.
-func In(ctx context.Context, c *Holds, id ID) *Acq {
+func (c *Holds) In(ctx context.Context, id ID) *Acq {
 	for {
 		switch x := ctx.Value(holdsKey{}).(type) {
 		case *heldCtx:
@@ -114,7 +114,7 @@ func In(ctx context.Context, c *Holds, id ID) *Acq {
 			}
 			ctx = x.Context
 		case *holdsOf:
-			if a := In(x.from, c, id); a != nil {
+			if a := c.In(x.from, id); a != nil {
 				return a
 			}
 			ctx = x.Context
@@ -181,8 +181,8 @@ func (d *detachedCtx) String() string           { return fmt.Sprintf("%v.Without
 
 func (x *heldCtx) String() string { return fmt.Sprintf("%v.WithHold(%s)", x.Context, x.a.h.id.Key) }
 
-// Object is what a hold is on, as Enter asks it when it records a new hold.
-type Object interface {
+// object is what a hold is on, as Enter asks it when it records a new hold.
+type object interface {
 	// Describe says what the object is, for errors and events, and whether its holds are shared.
 	Describe() (kind, name string, shared bool)
 	// Field returns owner's field in the object, and how the watchdog renews the hold of it.
@@ -191,10 +191,14 @@ type Object interface {
 
 // Enter waits until the acquisition a of id, on o, through ctx may be sent, and books it: it
 // returns how many acquisitions Redis counts for the owner before this one, and what is left of
-// wait. watched: the watchdog keeps it, and is registered before anything is sent, so that no
-// renewal is missed. a then ends with Commit, or Abort.
-func (c *Holds) Enter(ctx context.Context, a *Acq, o Object, id ID, wait time.Duration, watched bool) (int, time.Duration, error) {
-	outer := In(ctx, c, id)
+// wait. id.Owner 0 is a fresh owner, never drawn before in this process, for a ctx that carries
+// none (Commit's fresh). watched: the watchdog keeps it, and is registered before anything is
+// sent, so that no renewal is missed. a then ends with Commit, or Abort.
+func (c *Holds) Enter(ctx context.Context, a *Acq, o object, id ID, wait time.Duration, watched bool) (int, time.Duration, error) {
+	if id.Owner == 0 {
+		id.Owner = lastOwner.Add(1)
+	}
+	outer := c.In(ctx, id)
 	var deadline time.Time
 	var timeout <-chan time.Time
 	for {
@@ -203,14 +207,7 @@ func (c *Holds) Enter(ctx context.Context, a *Acq, o Object, id ID, wait time.Du
 			c.mu.Unlock()
 			return 0, 0, errs.ErrClosed
 		}
-		h := c.holds[id]
-		if h == nil {
-			h = &hold{c: c, id: id, owner: id.Owner}
-			h.kind, h.name, h.shared = o.Describe()
-			h.field, h.renew = o.Field(id.Owner)
-			h.stack = h.stack0[:0]
-			c.holds[id] = h
-		}
+		h := c.holdOf(id, o)
 		h.mu.Lock()
 		c.mu.Unlock()
 		if h.mayEnter(outer) {
@@ -254,6 +251,19 @@ func (c *Holds) Enter(ctx context.Context, a *Acq, o Object, id ID, wait time.Du
 			return 0, 0, errs.ErrClosed
 		}
 	}
+}
+
+// holdOf returns the hold id, on o, recorded anew when there is none. c.mu is held.
+func (c *Holds) holdOf(id ID, o object) *hold {
+	h := c.holds[id]
+	if h == nil {
+		h = &hold{c: c, id: id, owner: id.Owner}
+		h.kind, h.name, h.shared = o.Describe()
+		h.field, h.renew = o.Field(id.Owner)
+		h.stack = h.stack0[:0]
+		c.holds[id] = h
+	}
+	return h
 }
 
 // mayEnter reports whether an acquisition whose ctx carries outer (nil: none of this hold) may go
@@ -467,7 +477,7 @@ func (a *Acq) Extended(end time.Time, lease time.Duration) bool {
 // must never outlive the release. If run fails for another reason the hold is left as it was,
 // renewal included, so that the caller may try again.
 func (c *Holds) Release(ctx context.Context, id ID, run func(field string, held int, lease time.Duration, rid string, resent bool) (int64, error)) error {
-	a := In(ctx, c, id)
+	a := c.In(ctx, id)
 	c.mu.Lock()
 	h := c.holds[id]
 	c.mu.Unlock()

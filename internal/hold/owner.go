@@ -28,10 +28,6 @@ func OwnerID(ctx context.Context) (int64, bool) {
 	return 0, false
 }
 
-// NewOwner returns an owner never returned before in this process, for a ctx that carries none: the
-// hold's ctx carries it (see Acq.Commit).
-func NewOwner() int64 { return lastOwner.Add(1) }
-
 // withOwnerID returns ctx carrying owner id.
 func withOwnerID(ctx context.Context, id int64) context.Context {
 	return &ownerCtx{ctx, id}

@@ -1,6 +1,8 @@
 // Package reentrant describes the reentrant lock in Redis: Redisson's RLock hash, its side keys, its
 // scripts and how its waiters are woken. Packages rlock and spinlock are both this lock (as are
 // Redisson's RLock and RSpinLock on the same name), and differ only in how their waiters wait.
+// Package fairlock's lock is the same hash with a queue beside it (Redisson's RFairLock is an
+// RLock): it takes this lock's renewal, extension and state, and its own keys and other scripts.
 package reentrant
 
 import (

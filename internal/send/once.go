@@ -299,12 +299,6 @@ func IsRefused(err error) bool {
 	return false
 }
 
-// IsRedisError reports whether err is Redis's answer (a refusal), which Redis acted on not at all.
-func IsRedisError(err error) bool {
-	_, ok := rueidis.IsRedisErr(err)
-	return ok
-}
-
 // RequestID returns an id no call of any client used before: this client's UUID and a counter. It
 // names the memo of a call (see above), and the records of waiters.
 func (c *Sender) RequestID() string {

@@ -134,11 +134,11 @@ func Slot(key string) uint16 {
 			key = key[i+1 : i+1+j]
 		}
 	}
-	return CRC16(key) & 16383
+	return crc16(key) & 16383
 }
 
-// CRC16 is CRC-16/XMODEM, the hash of Redis Cluster.
-func CRC16(s string) uint16 {
+// crc16 is CRC-16/XMODEM, the hash of Redis Cluster.
+func crc16(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
 		crc ^= uint16(s[i]) << 8

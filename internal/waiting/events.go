@@ -8,9 +8,9 @@ import (
 	"github.com/redisync/redisync/internal/hold"
 )
 
-// Measure measures one acquisition while events are observed: from the call to its end, whether
-// it waited, and whether a hand-over was taken. A nil *Measure measures nothing.
-type Measure struct {
+// measure measures one acquisition while events are observed: from the call to its end, whether
+// it waited, and whether a hand-over was taken. A nil *measure measures nothing.
+type measure struct {
 	ev         *hold.Events
 	kind, name string
 	start      time.Time
@@ -21,11 +21,11 @@ type Measure struct {
 // Observe starts measuring an acquisition of the object kind calls name, about to wait with w; it
 // wraps w's hand-overs to learn whether one was taken. It returns nil, and costs nothing, when
 // nobody observes.
-func (c *Waiter) Observe(kind, name string, w *Wait) *Measure {
+func (c *Waiter) Observe(kind, name string, w *Wait) *measure {
 	if !c.ev.Observed() {
 		return nil
 	}
-	m := &Measure{ev: c.ev, kind: kind, name: name, start: time.Now()}
+	m := &measure{ev: c.ev, kind: kind, name: name, start: time.Now()}
 	if w.Grants != nil {
 		m.grants = &claimWatch{Grants: w.Grants}
 		w.Grants = m.grants
@@ -34,7 +34,7 @@ func (c *Waiter) Observe(kind, name string, w *Wait) *Measure {
 }
 
 // waiting reports that the acquisition's first try failed and it waits for another.
-func (m *Measure) waiting() {
+func (m *measure) waiting() {
 	if m != nil && !m.waited {
 		m.waited = true
 		m.ev.Emit(hold.Event{Kind: hold.EventWaiting, Primitive: m.kind, Name: m.name})
@@ -43,7 +43,7 @@ func (m *Measure) waiting() {
 
 // Done reports the end of the acquisition, with err as it ended: EventAcquired, EventNotAcquired,
 // or EventFailed.
-func (m *Measure) Done(err error) {
+func (m *measure) Done(err error) {
 	if m == nil {
 		return
 	}
@@ -65,8 +65,8 @@ type claimWatch struct {
 	claimed bool // written and read on the acquiring goroutine only
 }
 
-func (g *claimWatch) Claim(payload string) bool {
-	ok := g.Grants.Claim(payload)
+func (g *claimWatch) Claim(token, score int64) bool {
+	ok := g.Grants.Claim(token, score)
 	g.claimed = g.claimed || ok
 	return ok
 }

@@ -52,13 +52,6 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// lister is implemented by Tries whose waiters must be known before they listen: List runs before
-// the wait subscribes to its channels, and ctx bounds how long it may keep the wait. An error it
-// returns (Redis refused the listing) ends the wait.
-type lister interface {
-	List(ctx context.Context) error
-}
-
 type result struct {
 	ok      bool
 	retryIn time.Duration

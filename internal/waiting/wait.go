@@ -45,6 +45,16 @@ type Wait struct {
 	Weight int64         // how much of a message's budget this waiter needs (permits; 1 for locks)
 	Policy pubsub.Policy // how many waiters a message wakes
 	Tries  Tries
+	// List, when set, runs before the wait subscribes to its channels, for an object whose waiters
+	// must be known before they listen (see rlock's clients record): ctx bounds how long it may keep
+	// the wait, and an error it returns (Redis refused the listing) ends the wait.
+	List interface {
+		List(ctx context.Context) error
+	}
+	// Again, when set, makes the try after one the replicas did not acknowledge (and Undo gave back)
+	// a call of its own, under a new request id: the give-back may have left the memo of the one
+	// before saying what it did.
+	Again interface{ Again() }
 	// Lease, when not 0, is how long an acquisition holds from when its try was sent: one learnt of
 	// so late (a reply or a hand-over delayed by a stalled server) that half of it has gone is given
 	// back and tried again, since it could end before the watchdog's first renewal.
@@ -63,41 +73,37 @@ type Tries interface {
 	Undo(ctx context.Context, sure bool)
 }
 
-// again is implemented by Tries whose try after a give-back must be a call of its own (a new request
-// id): the give-back may have left the memo of the one before saying what it did.
-type again interface{ Again() }
-
 // Grants takes hand-overs: a release that gives the object to a waiter and tells it with a message
 // addressed to its Tag.
 type Grants interface {
 	// Tag names the waiter; Acquire asks for it when it starts to listen, before the try that must
 	// leave a record under that name.
 	Tag() string
-	// Claim turns the message's payload into the acquisition. False: not a grant that stands
-	// (malformed, or made before the waiter's last try was answered: that try took it or found it
-	// void, whatever order the connections delivered in), so keep waiting.
-	Claim(payload string) bool
+	// Claim turns a hand-over into the acquisition: token is the fencing token it carries, and
+	// score the waiter's record it was made for. False: not a grant that stands (made for a record
+	// before the one the waiter's last try left, so before that try was answered: that try took it
+	// or found it void, whatever order the connections delivered in), so keep waiting.
+	Claim(token, score int64) bool
 	// Stray gets the addressed messages of the wake channel that no waiter of this client takes: the
 	// object was handed to a waiter that has left, and must be given back.
 	Stray(tag, payload string)
 }
 
-// GrantFor reads a hand-over's payload, "<token> <score>": the fencing token it carries, and whether
-// it was made after the try that gave the waiter's record score (a grant made before that try was
-// answered was taken by it, or found void by it, however late its message came).
-func GrantFor(payload string, score int64) (token int64, ok bool) {
+// grantOf reads a hand-over's payload, "<token> <score>": the fencing token it carries, and the
+// score of the waiter's record it was made for; ok is false for a malformed one.
+func grantOf(payload string) (token, score int64, ok bool) {
 	t, s, ok := strings.Cut(payload, " ")
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	token, err := strconv.ParseInt(t, 10, 64)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err != nil || n != score {
-		return 0, false
+	if score, err = strconv.ParseInt(s, 10, 64); err != nil {
+		return 0, 0, false
 	}
-	return token, true
+	return token, score, true
 }
 
 // How a wait goes. Between tries a waiter waits for a release notification, the holder's remaining
@@ -129,7 +135,7 @@ func (c *Waiter) Acquire(ctx context.Context, kind, name string, wait time.Durat
 
 // Run is Acquire, measured by m (see Observe), for a caller that reports the acquisition's end
 // itself once it has recorded it.
-func (c *Waiter) Run(ctx context.Context, wait time.Duration, w Wait, m *Measure) (time.Time, error) {
+func (c *Waiter) Run(ctx context.Context, wait time.Duration, w Wait, m *measure) (time.Time, error) {
 	if err := c.live(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -228,8 +234,8 @@ func (l *loop) subscribeEarly() error {
 	return nil
 }
 
-// subscribe listens on the wait's channels after its first try failed, once its Tries listed the
-// Client among the object's (lister), unless it listened already.
+// subscribe listens on the wait's channels after its first try failed, once the wait's List listed
+// the Client among the object's, unless it listened already.
 func (l *loop) subscribe() error {
 	if len(l.ws) > 0 {
 		if l.ws.ready() {
@@ -237,12 +243,12 @@ func (l *loop) subscribe() error {
 		}
 		return nil
 	}
-	if ls, ok := l.w.Tries.(lister); ok {
+	if l.w.List != nil {
 		ctx, cancel := l.ctx, context.CancelFunc(func() {})
 		if !l.stop.IsZero() {
 			ctx, cancel = context.WithDeadline(l.ctx, l.stop)
 		}
-		err := ls.List(ctx)
+		err := l.w.List.List(ctx)
 		cancel()
 		if err != nil {
 			return err
@@ -343,8 +349,8 @@ func (l *loop) try() (bool, error) {
 	}
 	l.unacked = nil
 	if l.wait != 0 && err != nil && send.Lagging(err) {
-		if ag, ok := l.w.Tries.(again); ok {
-			ag.Again()
+		if l.w.Again != nil {
+			l.w.Again.Again()
 		}
 		l.pause = min(max(2*l.pause, 10*time.Millisecond), send.ResendBackoff)
 		l.unacked, l.retryIn = err, l.pause

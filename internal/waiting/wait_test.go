@@ -3,6 +3,7 @@ package waiting
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,8 +187,11 @@ type grants struct {
 	claimed chan string
 }
 
-func (g *grants) Tag() string               { return "me" }
-func (g *grants) Claim(payload string) bool { g.claimed <- payload; return true }
+func (g *grants) Tag() string { return "me" }
+func (g *grants) Claim(token, score int64) bool {
+	g.claimed <- strconv.FormatInt(token, 10) + " " + strconv.FormatInt(score, 10)
+	return true
+}
 func (g *grants) Stray(tag, payload string) {}
 
 // A hand-over that comes soon after the waiter's last try is taken as it is; one that comes after half
@@ -220,7 +224,7 @@ func TestAcquireHandOver(t *testing.T) {
 			if late {
 				time.Sleep(lease / 2) // the second try began before it was counted
 			}
-			m.Publish("hand-me", "@me 7")
+			m.Publish("hand-me", "@me 7 0")
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}

@@ -89,7 +89,11 @@ func (ws waiters) granted(g Grants, take bool) bool {
 		return false
 	}
 	payload, ok := ws[len(ws)-1].Grant()
-	return ok && take && g.Claim(payload)
+	if !ok || !take {
+		return false
+	}
+	token, score, ok := grantOf(payload)
+	return ok && g.Claim(token, score)
 }
 
 func (ws waiters) signal(i int) <-chan struct{} {
