@@ -227,3 +227,46 @@ redis.call(ARGV[3], KEYS[3], '@' .. ARGV[2] .. ' 0 ' .. s)`, "3", "stale", "redi
 		}
 	})
 }
+
+// The marks that grants leave among the waiter records are swept together, not by one call at each
+// release that hands over: along a line of hand-overs they never number more than 8, the sweeps are
+// one in 8 hand-overs at most, each waiter still gets the lock, and the last release leaves neither
+// the lock nor its records.
+func TestGrantMarksSweptTogether(t *testing.T) {
+	tg := testkit.Own(t)
+	rdb := tg.Redis(t)
+	ctx := context.Background()
+	records := "redisync_lock_waiters:{marks}"
+	locks := [2]*rlock.Lock{newLock(t, tg.Client(t, slow), "marks"), newLock(t, tg.Client(t, slow), "marks")}
+	held := mustLock(t, locks[0], ctx)
+	const handOvers = 40
+	sweeps := tg.Calls(t, "zremrangebyscore")
+	most := int64(0)
+	for i := range handOvers {
+		next := locks[(i+1)%2]
+		got := waitFor(next)
+		testkit.Eventually(t, 10*time.Second, func() error {
+			if n := mustInt(t, testkit.DoString(t, rdb, "ZCOUNT", records, "(0", "+inf")); n != 1 {
+				return fmt.Errorf("%d live waiter records, want 1", n)
+			}
+			return nil
+		})
+		mustUnlock(t, locks[i%2], held)
+		held = testkit.Await(t, got, "the waiter")
+		marks := mustInt(t, testkit.DoString(t, rdb, "ZCOUNT", records, "-inf", "0"))
+		if marks > 8 {
+			t.Fatalf("%d grants' marks among the records after %d hand-overs, want 8 at most", marks, i+1)
+		}
+		most = max(most, marks)
+	}
+	if n := tg.Calls(t, "zremrangebyscore") - sweeps; n > handOvers/8 {
+		t.Errorf("%d sweeps of the marks in %d hand-overs, want %d at most", n, handOvers, handOvers/8)
+	}
+	if most < 2 {
+		t.Errorf("at most %d mark among the records: swept at each hand-over", most)
+	}
+	mustUnlock(t, locks[handOvers%2], held)
+	if n := testkit.DoString(t, rdb, "EXISTS", "marks", records); n != "0" {
+		t.Fatalf("%s of the lock and its records left once the lock is free", n)
+	}
+}
