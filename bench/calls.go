@@ -14,10 +14,11 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/spinlock"
 )
 
 // The server's calls per operation, through the library (not the raw scripts of -scripts), by
-// command: the uncontended rlock pair, a contended rlock acquisition with 8 Clients, and a fair
+// command: the uncontended rlock pair, a contended rlock (and spinlock) acquisition with 8 Clients, and a fair
 // lock acquisition with 8 and 64 Clients in line. Every Client is on loopback, so waiting costs
 // what the server runs, not round trips.
 //
@@ -48,6 +49,20 @@ func rlockPair(c *redisync.Client, name string) (lockPair, error) {
 	}, nil
 }
 
+func spinPair(c *redisync.Client, name string) (lockPair, error) {
+	l, err := spinlock.New(c, name)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		held, err := l.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(held)
+	}, nil
+}
+
 func fairPair(c *redisync.Client, name string) (lockPair, error) {
 	l, err := fairlock.New(c, name)
 	if err != nil {
@@ -65,6 +80,9 @@ func fairPair(c *redisync.Client, name string) (lockPair, error) {
 var callCases = []callCase{
 	{"rlock, uncontended pair", 1, 2000, rlockPair},
 	{"rlock, contended acquisition", 8, 2000, rlockPair},
+	// The same lock and scripts with waiters that poll (Redisson's back-off) instead of recording
+	// themselves: what the records, the hand-over and the Java turn's count cost, by difference.
+	{"spinlock, contended acquisition", 8, 2000, spinPair},
 	{"fairlock, contended acquisition", 8, 1600, fairPair},
 	{"fairlock, contended acquisition", 64, 1600, fairPair},
 }
