@@ -43,7 +43,6 @@
 -- if nobody of ours waited, and wakes with Redisson's message. A fencing counter that is not one
 -- makes a hand-over a wake-up, whose waiter's own try then refuses it.
 local JAVA_TURN_MS = 200
-local MARKS = 8
 
 local function wake(publish, numsub, listening)
   local lock, tokens, waiters, clients, shared, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -52,13 +51,10 @@ local function wake(publish, numsub, listening)
     redis.call(publish, shared, '0') -- nobody of ours waits: only Redisson's message
     return
   end
-  -- Records whose score has passed come first: they are skipped. A record that expired (score above
-  -- 0) means a waiter, perhaps a client, went away: it is dropped (drop_expired), with the clients no
-  -- longer listening. Grants' marks (scores of 0 or less) are dead once their lock has been
-  -- released since, as now: a taken grant's mark is never read again (its tag is its acquisition's
-  -- alone, and its message was taken), and an untaken one's lock is void. They go with the next
-  -- expired record, when no live record is left (so that a free lock leaves no key), or once MARKS
-  -- have gathered: not one call at each release.
+  -- Records whose score has passed come first (drop_expired): they are skipped, and dropped, with
+  -- the grants nobody took (scores of 0 or less: their lock has been released since). A record that
+  -- expired (score above 0) means a waiter, perhaps a client, went away: the clients no longer
+  -- listening are dropped then.
   local t = redis.call('time')
   local now = t[1] * 1000000 + t[2]
   local first, gone = 1, false
@@ -68,7 +64,7 @@ local function wake(publish, numsub, listening)
   end
   if gone then
     drop_expired(waiters, clients)
-  elseif first > #records or first > 2 * MARKS then
+  elseif first > 1 then
     redis.call('zremrangebyscore', waiters, '-inf', 0)
   end
   -- Each recorded client listens on the shared channel too; anyone beyond them may be a Java waiter.
