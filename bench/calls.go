@@ -95,20 +95,21 @@ func serverCalls(w io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	fmt.Fprintln(w, "server calls per acquisition, through the library (INFO commandstats)")
+	fmt.Fprintln(w, "server calls per acquisition, through the library (INFO commandstats), and the server's time in scripts per acquisition")
 	for i, cc := range callCases {
 		calls, err := runCalls(srv, cc, fmt.Sprintf("calls-%d", i))
 		if err != nil {
 			return fmt.Errorf("%s: %w", cc.name, err)
 		}
-		fmt.Fprintf(w, "%-32s %3d clients  %6.2f  %s\n", cc.name, cc.clients, calls.total, calls.by)
+		fmt.Fprintf(w, "%-32s %3d clients  %6.2f  %5.1f us  %s\n", cc.name, cc.clients, calls.total, calls.scriptUs, calls.by)
 	}
 	return nil
 }
 
 type callCount struct {
-	total float64
-	by    string
+	total    float64
+	scriptUs float64 // EVALSHA and EVAL, the calls inside them included
+	by       string
 }
 
 func runCalls(srv *redistest.Server, cc callCase, name string) (callCount, error) {
@@ -168,6 +169,9 @@ func runCalls(srv *redistest.Server, cc callCase, name string) (callCount, error
 			by = append(by, fmt.Sprintf("%s %.2f", cmd, d/n))
 		}
 		out.total += d / n
+		if cmd == "evalsha" || cmd == "eval" {
+			out.scriptUs += (st.usec - before[cmd].usec) / n
+		}
 	}
 	sort.Strings(by)
 	out.by = strings.Join(by, ", ")
