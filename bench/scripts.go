@@ -58,6 +58,9 @@ redis.call('set', KEYS[3], 1, 'px', ARGV[5]);
 return 1;
 end;`)
 	casRelease = lua.New("floor release", `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
+	// hdelRelease is rlock's last release without its word to waiters: the owner's field dropped,
+	// the hash going with it.
+	hdelRelease = lua.New("release without a wake-up", `return redis.call('hdel', KEYS[1], ARGV[1])`)
 )
 
 // rlockScripts are the scripts of package rlock's uncontended pair (its spec's "try" and "release").
@@ -130,6 +133,13 @@ var scriptCases = []scriptCase{
 			return err
 		}
 		return rlockScripts.release.Exec(ctx, rdb, c.releaseKeys, c.releaseArgs).Error()
+	}},
+	{name: "no wake", about: "rlock's first try, and a release that drops the field and tells no waiter (HDEL alone)", pair: func(ctx context.Context, rdb rueidis.Client, key, owner string) error {
+		c := rlockCall(key, owner)
+		if err := rlockScripts.try.Exec(ctx, rdb, c.tryKeys, c.tryArgs).Error(); err != nil {
+			return err
+		}
+		return hdelRelease.Exec(ctx, rdb, []string{key}, []string{owner}).Error()
 	}},
 }
 

@@ -3,7 +3,7 @@
 -- Release one hold of a reentrant lock. Replies as core/lock.go says: the holds the owner keeps (0:
 -- released, and a waiter woken or handed the lock), -1 when it held nothing.
 --
--- The uncontended release is HGET, DEL, and a count of who listens on the lock's channel: its '0'
+-- The uncontended release is HDEL, and a count of who listens on the lock's channel: its '0'
 -- goes out to listeners only (Redisson's unlock message), and only a lock with waiter records runs
 -- the hand-over (rlock_wake.lua), whose code is defined there alone.
 --
@@ -27,12 +27,26 @@ if MODE == 1 then
   local found, reply = recall(memo)
   if found then return reply end
 end
-local count = redis.pcall('hget', lock, field)
-if type(count) == 'table' then
-  --! INCLUDE refuse.lua
-  return refuse(lock, nil, count.err)
+local count, dropped
+if held == 1 and MODE ~= 2 then
+  -- The last hold, as the client counts, with no other call of the owner's on its way: its field
+  -- goes at once, and the hash with its one field. No field to drop (count nil) is a first send
+  -- that released already, or a hold that lapsed.
+  dropped = redis.pcall('hdel', lock, field)
+  if type(dropped) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(lock, nil, dropped.err)
+  end
+  dropped = dropped == 1
+  count = dropped and 1 or nil
+else
+  count = redis.pcall('hget', lock, field)
+  if type(count) == 'table' then
+    --! INCLUDE refuse.lua
+    return refuse(lock, nil, count.err)
+  end
+  count = tonumber(count)
 end
-count = tonumber(count)
 if not count and redis.call('exists', lock) == 1 then
   --! INCLUDE lockhash.lua
   local _, refused = hold_count(lock, field)
@@ -54,7 +68,9 @@ if count > 1 then
   end
   return count - 1
 end
-redis.call('del', lock)
+if not dropped then
+  redis.call('del', lock)
+end
 -- Every waiter of ours listens on the lock's channel too: when nobody does, nobody waits. Where
 -- subscriber counts cannot be trusted (numsub ''), every waiter is woken as Redisson does.
 if numsub == '' then
