@@ -69,6 +69,61 @@ func TestFairTryArrivingAfterItsWaiterLeft(t *testing.T) {
 	}
 }
 
+// TestLockTryArrivingAfterItsWaiterLeft holds up an rlock waiter's try that records it in the
+// network until the waiter has given up and left, and then lets it reach Redis: a request on a
+// connection that a stalled server's client abandoned, or on another of the Client's pooled
+// connections than its leave, may run after the leave once the server resumes. It records the waiter
+// again. Unlike a fair lock's place in line, that record costs nobody the lock: it lapses with the
+// waiter's window, and a release that hands the lock to it has it given back by the waiter's Client,
+// or passes it over once that Client no longer listens.
+func TestLockTryArrivingAfterItsWaiterLeft(t *testing.T) {
+	recording := lua.Load("rlock_acquire.lua")
+	for name, env := range map[string]func(*testing.T) *eoEnv{"standalone": eoStandalone, "cluster": eoCluster} {
+		t.Run(name, func(t *testing.T) {
+			e := env(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*eoCall)
+			defer cancel()
+			name := "late-try-" + e.tg.Name
+			c1, c2, c3 := e.tg.Client(t), e.tg.Client(t), e.tg.Client(t)
+			lock := func(c *redisync.Client) *rlock.Lock {
+				l, err := rlock.New(c, name)
+				require.NoError(t, err)
+				return l
+			}
+			l1, l2, l3 := lock(c1), lock(c2), lock(c3)
+			h1, err := l1.Lock(ctx)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l1.Unlock(h1) }) // on failure; a second Unlock changes nothing
+
+			isC2 := from(c2)
+			f := e.arm(redistest.Rule{Cut: redistest.Delay, Key: name, Match: func(args []string) bool {
+				return len(args) > 1 && strings.EqualFold(args[0], "EVALSHA") && args[1] == recording.SHA1() && isC2(args)
+			}})
+			_, err = l2.TryLock(ctx, 2*time.Second)
+			require.ErrorIs(t, err, redisync.ErrNotAcquired, "a waiter behind a holder")
+			require.True(t, f.Wait(eoCall), "the waiter's recording try was not held up")
+			waiters := "redisync_lock_waiters:{" + name + "}"
+			testkit.Eventually(t, 10*time.Second, func() error {
+				if n := testkit.DoString(t, e.rdb, "ZCARD", waiters); n != "0" {
+					return fmt.Errorf("%s waiter records, want the leaving waiter's gone", n)
+				}
+				return nil
+			})
+
+			reply, err := f.Deliver()
+			require.NoError(t, err)
+			t.Logf("the held-up try, run after its waiter left, answered %q", reply)
+			require.Equal(t, "1", testkit.DoString(t, e.rdb, "ZCARD", waiters), "the late try's record of the waiter that left")
+			require.NotEqual(t, "-1", testkit.DoString(t, e.rdb, "PTTL", waiters), "a record of a waiter that left, with no expiry")
+
+			require.NoError(t, l1.Unlock(h1))
+			h3, err := l3.TryLock(ctx, 5*time.Second)
+			require.NoError(t, err, "the lock is free, but for a record of a waiter that left")
+			require.NoError(t, l3.Unlock(h3))
+		})
+	}
+}
+
 func waitingIs(ctx context.Context, l *fairlock.Lock, want int) error {
 	n, err := l.Waiting(ctx)
 	if err == nil && n != want {
