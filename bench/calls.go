@@ -35,8 +35,14 @@ type callCase struct {
 	newPair func(c *redisync.Client, name string) (lockPair, error)
 }
 
-func rlockPair(c *redisync.Client, name string) (lockPair, error) {
-	l, err := rlock.New(c, name)
+// ctxLock is what a pair needs of a lock kind.
+type ctxLock interface {
+	Lock(ctx context.Context) (context.Context, error)
+	Unlock(held context.Context) error
+}
+
+// pairOf makes l's Lock and Unlock one pair; it takes a kind's New as it returns.
+func pairOf(l ctxLock, err error) (lockPair, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -49,32 +55,12 @@ func rlockPair(c *redisync.Client, name string) (lockPair, error) {
 	}, nil
 }
 
+func rlockPair(c *redisync.Client, name string) (lockPair, error) { return pairOf(rlock.New(c, name)) }
 func spinPair(c *redisync.Client, name string) (lockPair, error) {
-	l, err := spinlock.New(c, name)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error {
-		held, err := l.Lock(ctx)
-		if err != nil {
-			return err
-		}
-		return l.Unlock(held)
-	}, nil
+	return pairOf(spinlock.New(c, name))
 }
-
 func fairPair(c *redisync.Client, name string) (lockPair, error) {
-	l, err := fairlock.New(c, name)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error {
-		held, err := l.Lock(ctx)
-		if err != nil {
-			return err
-		}
-		return l.Unlock(held)
-	}, nil
+	return pairOf(fairlock.New(c, name))
 }
 
 var callCases = []callCase{
