@@ -35,6 +35,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated benchmark ids to run (default: all)")
 	scripts := flag.Bool("scripts", false, "print what each lock script costs the server, driven raw, and exit")
 	calls := flag.Bool("calls", false, "print the server's calls per acquisition through the library, by command, and exit")
+	cpu := flag.Bool("cpu", false, "print the client's CPU per uncontended pair for redisync, the floor and two peers, and exit")
 	rtts := flag.String("rtt", "0", "comma-separated round trips between the clients and Redis, each a run of every table: `0,200us,1ms` (0: loopback, no proxy)")
 	flag.Parse()
 	if *scripts {
@@ -46,6 +47,13 @@ func main() {
 	}
 	if *calls {
 		if err := serverCalls(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *cpu {
+		if err := clientCPU(os.Stdout, 4000, 3); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
