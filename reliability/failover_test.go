@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ type parked struct {
 	flHeld  context.Context
 	waiters int
 	got     chan acquired
+	gave    sync.WaitGroup // the waiters' own Unlock and Release, after they acquired
 }
 
 type acquired struct {
@@ -76,7 +78,9 @@ func park(t *testing.T, servers []*redistest.Server, holder *redisync.Client, wa
 			what string
 			l    lockable
 		}{{"rlock", rl}, {"fair lock", fl}} {
+			p.gave.Add(1)
 			go func() {
+				defer p.gave.Done()
 				held, err := l.l.TryLock(wctx, 2*time.Minute)
 				p.got <- acquired{l.what, time.Now(), err}
 				if err == nil {
@@ -87,7 +91,9 @@ func park(t *testing.T, servers []*redistest.Server, holder *redisync.Client, wa
 				}
 			}()
 		}
+		p.gave.Add(1)
 		go func() {
+			defer p.gave.Done()
 			err := sem.Acquire(wctx, 1)
 			p.got <- acquired{"semaphore", time.Now(), err}
 			if err == nil {
@@ -174,6 +180,8 @@ func (p *parked) await(since time.Time, bound time.Duration) time.Time {
 			p.t.Fatalf("not every waiter acquired within %v (the recheck interval is a minute: a waiter left listening where nothing is published waits that long)", bound)
 		}
 	}
+	// Their Unlock and Release are done before the test ends and closes their Clients.
+	p.gave.Wait()
 	return last
 }
 
