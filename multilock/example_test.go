@@ -6,26 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/rueidis"
-
 	"github.com/redisync/redisync"
+	"github.com/redisync/redisync/internal/testkit"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 )
 
 // connect starts an embedded server and returns a Client on it, and a func that stops both.
-func connect() (*redisync.Client, func()) {
-	m, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	c, err := redisync.New(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		panic(err)
-	}
-	return c, func() { c.Close(); m.Close() }
-}
+var connect = testkit.QuickClient
 
 // A transfer between two accounts kept on different servers holds both accounts' locks, or none.
 func Example() {
