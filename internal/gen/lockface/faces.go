@@ -164,4 +164,63 @@ ForceUnlock frees the lock whoever holds it, and wakes the waiter at the head of
 reports whether the lock was held. Holders on this Client see their ctx end with redisync.ErrLost
 at once; holders elsewhere at their next renewal. The queue is kept.`,
 		}},
+
+	{pkg: "rwlock", file: "lock_gen.go", typ: "Lock", recv: "l", option: "Option", opts: "options",
+		omit: []string{"Token", "IsLocked", "WithFencing"},
+		docs: map[string]string{
+			"WithLease": `
+WithLease gives every acquisition, read or write, a fixed lease: each hold frees itself after d
+unless unlocked before, with no renewal, and the ctx Lock returns has the lease's end (less 1% +
+2 ms for clock drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the holds
+while they are held and lets them expire within the watchdog timeout when the process dies.`,
+			"NonReentrant": `
+NonReentrant makes re-entry an error: an owner that takes the read lock (or the write lock) again
+gets redisync.ErrAlreadyHeld, and its holds are unchanged. Taking the read lock while writing
+(downgrade) is not re-entry and stays allowed.`,
+			"Lock": `
+Lock waits until it acquires this side of the lock, ctx ends, or the Client is closed. It returns a
+ctx that carries the owner and ends when the hold ends; pass it to Unlock, and to the work done under
+the lock so that the work stops if the lock is lost.
+
+A read lock taken with the ctx the write lock returned (downgrade) outlives the write hold: as
+for every hold taken through another, its ctx ends with the read hold, or with the ctx the write
+lock was taken with, and not when the write lock is released.`,
+			"Extend": `
+Extend makes the hold of ctx's owner last at least lease from now (Redisson's expire on a held
+lock), and moves the deadline of ctx's hold, when its lease is fixed, to the new end. It never
+shortens a hold. It returns an error matching redisync.ErrNotHeld, and changes nothing, when the
+owner does not hold this side or ctx's hold has ended, and it acts once whatever the network
+loses. On a hold the watchdog keeps, the TTL lasts at least lease and the renewals go on.`,
+			"IsHeldBy": `
+IsHeldBy reports whether owner, an owner id of this Client (redisync.OwnerID of a hold's ctx),
+holds this side (Redisson's isHeldByThread, an owner id standing for the thread id).`,
+			"Unlock": `
+Unlock releases the hold on this side that ctx carries: the side is free of that owner when every
+Lock has been matched by an Unlock. It returns an error matching redisync.ErrNotHeld, and changes
+nothing, when ctx carries no hold of this side (never did, released it, or its lease ended), and,
+for the write lock, redisync.ErrNotInnermost when write holds taken inside it are still open (read
+holds may be released in any order). It releases even when ctx has been cancelled.
+
+The last read hold to go frees the lock and wakes one waiter; the last write hold wakes every
+waiter, also when the owner keeps reading (downgrade), so that other readers join it at once.`,
+			"ForceUnlock": `
+ForceUnlock frees the lock whoever holds it, if it is held in this side's mode (a read lock's
+ForceUnlock leaves a writer alone, and the other way round), and wakes every waiter. It reports
+whether it freed the lock. Holders on this Client see their ctx end with redisync.ErrLost at once
+(in write mode the writer's own read holds too: they went with the hash); holders elsewhere at
+their next renewal.`,
+			"IsHeld": `
+IsHeld reports whether ctx's owner holds this side (Redisson's isHeldByCurrentThread).`,
+			"HoldCount": `
+HoldCount returns how many times ctx's owner holds this side (0 when it does not). Like Unlock, it
+answers even when ctx has ended, since ctx here names the owner.`,
+			"TTL": `
+TTL returns how long the lock stays held if nobody renews or releases it: 0 when it is free, -1
+when it is held without expiry (only a foreign writer can do that). Both sides share it.`,
+			"Do": `
+Do runs fn while holding this side: it locks (waiting as Lock does), runs fn with the hold's ctx,
+and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+When fn panics, the hold is released (and fn's ctx ends with redisync.ErrReleased) before the
+panic goes on to the caller.`,
+		}},
 }
