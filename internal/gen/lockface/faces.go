@@ -223,4 +223,49 @@ and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joine
 When fn panics, the hold is released (and fn's ctx ends with redisync.ErrReleased) before the
 panic goes on to the caller.`,
 		}},
+
+	{pkg: "multilock", file: "group_gen.go", typ: "Group", recv: "g", option: "GroupOption", opts: "groupOptions",
+		omit: []string{"IsHeldBy", "Token", "IsLocked", "IsHeld", "HoldCount", "TTL", "WithFencing"},
+		docs: map[string]string{
+			"WithLease": `
+WithLease gives every acquisition of a Group a fixed lease, as rlock.WithLease does: its values are
+freed after d unless unlocked before, with no renewal. Without it the watchdog keeps them.`,
+			"NonReentrant": `
+NonReentrant makes re-entry an error: an owner that locks a Group again while it holds any of its
+values gets redisync.ErrAlreadyHeld, and nothing changes.`,
+			"Name": `
+Name returns the group's name as the Client's name mapper maps it: the hash's key in Redis.`,
+			"Lock": `
+Lock waits until it holds every value, ctx ends, or the Client is closed, and returns a ctx that
+carries the owner and ends when the hold does; pass it to Unlock. While any value is held by
+another owner it holds none, and it tries again when a release in the group is announced or when
+the longest of the holds in its way may have ended.`,
+			"TryLock": `
+TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, holding nothing, when
+it has not held every value within wait; with wait 0 it tries once.`,
+			"LockFor": `
+LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
+lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the Group's
+options. A re-entry never shortens what an outer hold was promised.`,
+			"Extend": `
+Extend makes the hold of ctx's owner on every value last at least lease from now, and moves the
+deadline of ctx's hold, when its lease is fixed, to the new end. It never shortens a hold. It
+returns an error matching redisync.ErrNotHeld, and changes nothing, when the owner does not hold
+every value or ctx's hold has ended, and it acts once whatever the network loses.`,
+			"Unlock": `
+Unlock releases the hold that ctx carries on every value: the values are free when every Lock has
+been matched by an Unlock. It returns an error matching redisync.ErrNotHeld when ctx carries no hold
+of the Group, or when some value was no longer held (what was still held is released all the same),
+and redisync.ErrNotInnermost when holds taken inside it are still open. It releases even when ctx
+has been cancelled.`,
+			"ForceUnlock": `
+ForceUnlock frees every value of the Group whoever holds it, wakes the group's waiters, and reports
+whether any value was held. Holds of these values on this Client end with redisync.ErrLost at once;
+elsewhere at their next renewal.`,
+			"Do": `
+Do runs fn while holding every value: it locks (waiting as Lock does), runs fn with the hold's ctx,
+and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
+When fn panics, every value is released (and fn's ctx ends with redisync.ErrReleased) before the
+panic goes on to the caller.`,
+		}},
 }
