@@ -280,7 +280,9 @@ func TestEventsReconnected(t *testing.T) {
 func TestEventsAbandoned(t *testing.T) {
 	tg := testkit.Standalone(t)
 	var r recorder
-	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(time.Second))...), "events-abandoned")
+	// A watchdog of 6 s renews every 2 s: a round that a busy machine held up past a third of a
+	// second would have logged a failed renewal.
+	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(6*time.Second))...), "events-abandoned")
 	func() {
 		if _, err := l.Lock(context.Background()); err != nil {
 			t.Fatal(err)
@@ -390,7 +392,9 @@ func TestEventsNotAcquiredAndFailed(t *testing.T) {
 func TestEventsEnded(t *testing.T) {
 	tg := testkit.Standalone(t)
 	var r recorder
-	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(900*time.Millisecond))...), "events-ended")
+	// Renewed every 2 s: a lock deleted under its holder is found gone that soon, and a round that
+	// a busy machine holds up does not lose the hold before the test deletes it.
+	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(6*time.Second))...), "events-ended")
 	held, err := l.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
