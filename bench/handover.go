@@ -573,6 +573,44 @@ func (c sentCount) now() int64 {
 
 func (c sentCount) sub() int64 { return c.now() - c.from }
 
+// pingBeside sends one PING a millisecond on rdb while a slice runs: the round trip under the
+// slice's load, beside the idle one.
+type pingBeside struct {
+	stop chan struct{}
+	lat  chan []time.Duration
+}
+
+func startPings(rdb rueidis.Client) pingBeside {
+	p := pingBeside{stop: make(chan struct{}), lat: make(chan []time.Duration, 1)}
+	go func() {
+		var lat []time.Duration
+		defer func() { p.lat <- lat }()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+			t := time.Now()
+			if rdb.Do(context.Background(), rdb.B().Ping().Build()).Error() != nil {
+				return
+			}
+			lat = append(lat, time.Since(t))
+		}
+	}()
+	return p
+}
+
+// p50 stops the PINGs and returns their median.
+func (p pingBeside) p50() time.Duration {
+	close(p.stop)
+	lat := <-p.lat
+	sortDurations(lat)
+	return percentile(lat, .5)
+}
+
 // --- the mode ---
 
 type hoLib struct {
@@ -613,21 +651,22 @@ type hoCell struct {
 type hoFig struct {
 	sum       handSummary
 	acqPerS   float64
-	releaseUs float64 // p50 of the release script's time in the server (SLOWLOG)
-	srvUs     float64 // the server's us per acquisition in commands (commandstats)
-	srvCalls  float64 // the server's calls per acquisition, a script's inner calls included
-	cmds      float64 // commands the clients sent per acquisition, a script being one
-	cpu       cpuUse  // per acquisition
-	busy      float64 // the bench's processes' CPU over the slice, in cores
-	box       float64 // the machine's CPU over the slice, in cores (everyone's)
+	releaseUs float64       // p50 of the release script's time in the server (SLOWLOG)
+	srvUs     float64       // the server's us per acquisition in commands (commandstats)
+	srvCalls  float64       // the server's calls per acquisition, a script's inner calls included
+	cmds      float64       // commands the clients sent per acquisition, a script being one
+	loaded    time.Duration // p50 of a PING a millisecond during the slice
+	cpu       cpuUse        // per acquisition
+	busy      float64       // the bench's processes' CPU over the slice, in cores
+	box       float64       // the machine's CPU over the slice, in cores (everyone's)
 }
 
 // hoCols are the figures of a hoFig, in this order.
-var hoCols = []string{"acq/s", "hand", "pre", "script", "push", "wake", "split%", "release", "srv us", "calls", "cmds", "cli cpu", "srv cpu", "pxy cpu", "ours%", "box%"}
+var hoCols = []string{"acq/s", "ld PING", "hand", "pre", "script", "push", "wake", "split%", "release", "srv us", "calls", "cmds", "cli cpu", "srv cpu", "pxy cpu", "ours%", "box%"}
 
 func (f hoFig) cols() []float64 {
 	s := f.sum
-	return []float64{f.acqPerS, us(s.total), us(s.pre), us(s.script), us(s.push), us(s.wake), 100 * s.stampedShare, f.releaseUs, f.srvUs, f.srvCalls, f.cmds,
+	return []float64{f.acqPerS, us(f.loaded), us(s.total), us(s.pre), us(s.script), us(s.push), us(s.wake), 100 * s.stampedShare, f.releaseUs, f.srvUs, f.srvCalls, f.cmds,
 		f.cpu.client, f.cpu.server, f.cpu.proxy, 100 * f.busy / float64(runtime.NumCPU()), 100 * f.box / float64(runtime.NumCPU())}
 }
 
@@ -750,6 +789,16 @@ func handoverMode(w io.Writer, quick bool) error {
 	fmt.Fprintf(w, "delay proxy: %v each way (its own cost at 0 delay: PING %.0f us against %.0f us direct)\n", r.oneWay.Round(time.Microsecond), m.ProxyRTT, m.RTT)
 	fmt.Fprintln(w, "SLOWLOG logs every command (slowlog-log-slower-than 0) for the release script's time in the server")
 
+	// A client per deployment for the PINGs beside the slices.
+	var pingers []rueidis.Client
+	for _, d := range deps {
+		rdb, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: d.addrs, DisableCache: true})
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		pingers = append(pingers, rdb)
+	}
 	// Every library's 8 clients on each deployment, open for the whole run.
 	clients := make([][]*hoClients, len(deps)) // [dep][lib]
 	shas := map[string]map[string]bool{}
@@ -829,7 +878,9 @@ func handoverMode(w io.Writer, quick bool) error {
 				}
 				sent := counted(hc.stamps[:c.k])
 				cpu0, box0, t0 := readCPU(pids.server[0], pids.proxies), machineBusy(), time.Now()
+				pb := startPings(pingers[c.dep])
 				hs, n, err := handoverSlice(hc.lockers[:c.k], hc.stamps[:c.k], fmt.Sprintf("ho:%d:%s", c.dep, l.name), slice)
+				loaded := pb.p50()
 				cpu, box, wall := readCPU(pids.server[0], pids.proxies).sub(cpu0), machineBusy()-box0, us(time.Since(t0))
 				if err != nil {
 					undo()
@@ -853,7 +904,7 @@ func handoverMode(w io.Writer, quick bool) error {
 				sortDurations(rel)
 				srvUs, calls := serverCost(before, after)
 				f := hoFig{sum: summarize(hs), acqPerS: float64(n) / slice.Seconds(), releaseUs: us(percentile(rel, .5)), srvUs: srvUs / float64(n), srvCalls: calls / float64(n),
-					cmds: float64(sent.sub()) / float64(n), cpu: cpu.div(float64(n)), busy: cpu.sum() / wall, box: box / wall}
+					cmds: float64(sent.sub()) / float64(n), cpu: cpu.div(float64(n)), busy: cpu.sum() / wall, box: box / wall, loaded: loaded}
 				figs[ci][li] = append(figs[ci][li], f)
 				printCols(w, fmt.Sprintf("%-34s %-12s %6.0f %6.2f", name, l.name, us(ping), float64(f.sum.total)/float64(ping)), f.cols())
 			}
@@ -861,29 +912,39 @@ func handoverMode(w io.Writer, quick bool) error {
 		}
 	}
 
-	fmt.Fprintf(w, "\n=== hand-over p50 in round trips (each round's own PING), median over %d rounds [lowest-highest] ===\n", rounds)
-	fmt.Fprintf(w, "%-34s %6s %18s %18s %18s %18s %18s\n", "cell", "PING", "floor-grant", "floor-wake", "redisync", "redisync/grant", "redisync/wake")
-	for ci, c := range cells {
-		name := fmt.Sprintf("%s, %d contenders, %s", depNames[c.dep], c.k, c.place.name)
-		inRTT := make([][]float64, len(hoLibs))
-		for li := range hoLibs {
-			for round, f := range figs[ci][li] {
-				inRTT[li] = append(inRTT[li], float64(f.sum.total)/float64(pings[ci][round]))
+	for _, unit := range []string{"idle", "loaded"} {
+		if unit == "idle" {
+			fmt.Fprintf(w, "\n=== hand-over p50 in round trips (the idle PING p50 measured before the cell in each round), median over %d rounds [lowest-highest] ===\n", rounds)
+		} else {
+			fmt.Fprintf(w, "\n=== hand-over p50 in loaded round trips (the p50 of a PING a millisecond during the same slice), median over %d rounds [lowest-highest] ===\n", rounds)
+		}
+		fmt.Fprintf(w, "%-34s %6s %18s %18s %18s %18s %18s\n", "cell", "PING", "floor-grant", "floor-wake", "redisync", "redisync/grant", "redisync/wake")
+		for ci, c := range cells {
+			name := fmt.Sprintf("%s, %d contenders, %s", depNames[c.dep], c.k, c.place.name)
+			inRTT := make([][]float64, len(hoLibs))
+			var ps []float64
+			for li := range hoLibs {
+				for round, f := range figs[ci][li] {
+					rtt := pings[ci][round]
+					if unit == "loaded" {
+						rtt = f.loaded
+					}
+					inRTT[li] = append(inRTT[li], float64(f.sum.total)/float64(rtt))
+					if unit == "loaded" || li == 0 {
+						ps = append(ps, us(rtt))
+					}
+				}
 			}
-		}
-		ratio := func(a, b []float64) []float64 {
-			var out []float64
-			for i := range a {
-				out = append(out, a[i]/b[i])
+			ratio := func(a, b []float64) []float64 {
+				var out []float64
+				for i := range a {
+					out = append(out, a[i]/b[i])
+				}
+				return out
 			}
-			return out
+			fmt.Fprintf(w, "%-34s %6.0f %18s %18s %18s %18s %18s\n", name, median(ps), spread(inRTT[0]), spread(inRTT[1]), spread(inRTT[2]),
+				spread(ratio(inRTT[2], inRTT[0])), spread(ratio(inRTT[2], inRTT[1])))
 		}
-		var ps []float64
-		for _, p := range pings[ci] {
-			ps = append(ps, us(p))
-		}
-		fmt.Fprintf(w, "%-34s %6.0f %18s %18s %18s %18s %18s\n", name, median(ps), spread(inRTT[0]), spread(inRTT[1]), spread(inRTT[2]),
-			spread(ratio(inRTT[2], inRTT[0])), spread(ratio(inRTT[2], inRTT[1])))
 	}
 	fmt.Fprintf(w, "\nparts of the hand-over, median over %d rounds of each slice's figure (us unless named; see README)\n", rounds)
 	fmt.Fprintf(w, "%-34s %-12s", "cell", "library")
