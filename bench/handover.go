@@ -836,6 +836,12 @@ func handoverMode(w io.Writer, quick bool) error {
 		}
 	}
 
+	var found []string
+	for _, l := range hoLibs {
+		found = append(found, fmt.Sprintf("%s %d", l.name, len(shas[l.name])))
+	}
+	fmt.Fprintf(w, "release scripts found (EVALSHAs of one uncontended unlock): %s\n", strings.Join(found, ", "))
+
 	var cells []hoCell
 	for di := range deps {
 		cells = append(cells, hoCell{di, 2, placements[0]}, hoCell{di, 8, placements[0]}, hoCell{di, 8, placements[1]}, hoCell{di, 8, placements[2]})
