@@ -26,7 +26,8 @@ local field, held, rid, lease, slot, reentrant, fenced = ARGV[1], tonumber(ARGV[
 local waits, publish, tag, grant, numsub = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 memo = memo .. rid
 
--- token takes a fencing token, if the lock hands them out (token.lua's take_token, defined only then).
+-- token takes a fencing token, if the lock hands them out (token.lua, defined only then): the token,
+-- or nil and the refusal.
 local function token()
   if fenced ~= '1' then
     return 0
