@@ -1,12 +1,13 @@
 package multilock
 
+//go:generate go run ../internal/gen/lockface
+
 import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/minio/highwayhash"
 
@@ -62,14 +63,6 @@ type groupOptions struct {
 	core.LockOptions
 	encode func(string) []byte
 }
-
-// WithLease gives every acquisition of a Group a fixed lease, as rlock.WithLease does: its values are
-// freed after d unless unlocked before, with no renewal. Without it the watchdog keeps them.
-func WithLease(d time.Duration) GroupOption { return func(o *groupOptions) { o.Lease = d } }
-
-// NonReentrant makes re-entry an error: an owner that locks a Group again while it holds any of its
-// values gets redisync.ErrAlreadyHeld, and nothing changes.
-func NonReentrant() GroupOption { return func(o *groupOptions) { o.NonReentrant = true } }
 
 // WithEncoding names each value by the bytes encode returns for it instead of its UTF-8 bytes. A Java
 // process names a value by what its Redisson codec writes: the UTF-8 bytes of value.toString() with
@@ -129,54 +122,8 @@ func GroupField(encoded []byte) string {
 	return base64.RawStdEncoding.EncodeToString(b[:])
 }
 
-// Name returns the group's name as the Client's name mapper maps it: the hash's key in Redis.
-func (g *Group) Name() string { return g.l.Name() }
-
 // Fields returns the field names of the Group's values in the hash, sorted (see GroupField).
 func (g *Group) Fields() []string { return slices.Clone(g.fields) }
-
-// Lock waits until it holds every value, ctx ends, or the Client is closed, and returns a ctx that
-// carries the owner and ends when the hold does; pass it to Unlock. While any value is held by
-// another owner it holds none, and it tries again when a release in the group is announced or when
-// the longest of the holds in its way may have ended.
-func (g *Group) Lock(ctx context.Context) (context.Context, error) { return g.l.Lock(ctx) }
-
-// TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, holding nothing, when
-// it has not held every value within wait; with wait 0 it tries once.
-func (g *Group) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
-	return g.l.TryLock(ctx, wait)
-}
-
-// LockFor is Lock with a lease of its own for this acquisition (Redisson's lock(leaseTime, unit)):
-// lease > 0 is a fixed lease, as WithLease gives, and 0 the Client's watchdog, whatever the Group's
-// options. A re-entry never shortens what an outer hold was promised.
-func (g *Group) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
-	return g.l.LockFor(ctx, lease)
-}
-
-// TryLockFor is TryLock with a lease of its own for this acquisition (Redisson's tryLock(waitTime,
-// leaseTime, unit)): see LockFor.
-func (g *Group) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	return g.l.TryLockFor(ctx, wait, lease)
-}
-
-// Extend makes the hold of ctx's owner on every value last at least lease from now, and moves the
-// deadline of ctx's hold, when its lease is fixed, to the new end. It never shortens a hold. It
-// returns an error matching redisync.ErrNotHeld, and changes nothing, when the owner does not hold
-// every value or ctx's hold has ended, and it acts once whatever the network loses.
-func (g *Group) Extend(ctx context.Context, lease time.Duration) error { return g.l.Extend(ctx, lease) }
-
-// Unlock releases the hold that ctx carries on every value: the values are free when every Lock has
-// been matched by an Unlock. It returns an error matching redisync.ErrNotHeld when ctx carries no hold
-// of the Group, or when some value was no longer held (what was still held is released all the same),
-// and redisync.ErrNotInnermost when holds taken inside it are still open. It releases even when ctx
-// has been cancelled.
-func (g *Group) Unlock(ctx context.Context) error { return g.l.Unlock(ctx) }
-
-// ForceUnlock frees every value of the Group whoever holds it, wakes the group's waiters, and reports
-// whether any value was held. Holds of these values on this Client end with redisync.ErrLost at once;
-// elsewhere at their next renewal.
-func (g *Group) ForceUnlock(ctx context.Context) (bool, error) { return g.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether anyone holds any value of the Group (Redisson's isLocked).
 func (g *Group) IsLocked(ctx context.Context) (bool, error) { return g.state(ctx, "") }
@@ -214,12 +161,4 @@ func (g *Group) state(ctx context.Context, owner string) (bool, error) {
 		return false, errs.Errorf(groupKind, g.Name(), err)
 	}
 	return n == 1, nil
-}
-
-// Do runs fn while holding every value: it locks (waiting as Lock does), runs fn with the hold's ctx,
-// and unlocks. fn's ctx ends if the hold is lost; Do then returns fn's error joined with the cause.
-// When fn panics, every value is released (and fn's ctx ends with redisync.ErrReleased) before the
-// panic goes on to the caller.
-func (g *Group) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return core.Locked(ctx, g.Lock, g.Unlock, fn)
 }

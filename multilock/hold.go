@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,57 +94,126 @@ func (h *hold) held() bool {
 	return h.ended == nil && (h.ctx.Err() == nil || h.parent.Err() != nil)
 }
 
-// isHeld reports whether ctx's owner holds at least quorum of locks (atLeast), and whether the hold
-// of composite that ctx comes from, if any, has not ended.
-func isHeld(ctx context.Context, composite any, locks []Locker, quorum int) (bool, error) {
+// set is what a MultiLock and a RedLock are made of: the sub-locks, the kind and name their errors
+// give, and how many sub-locks make a hold (every one for a MultiLock, a majority for a RedLock).
+// Its methods are the calls both make of their sub-locks; composite is the MultiLock or RedLock whose
+// holds a ctx may carry.
+type set struct {
+	kind, name string
+	locks      []Locker
+	quorum     int
+}
+
+// newSet returns the set of locks, each lock needed by a hold. It needs at least one lock.
+func newSet(kind string, locks []Locker) (set, error) {
+	names := make([]string, len(locks))
+	for i, l := range locks {
+		if l == nil {
+			return set{}, errs.Invalid(kind, "", "nil lock at %d", i)
+		}
+		names[i] = l.Name()
+	}
+	name := strings.Join(names, ",")
+	if len(locks) == 0 {
+		return set{}, errs.Invalid(kind, name, "no locks")
+	}
+	return set{kind: kind, name: name, locks: slices.Clone(locks), quorum: len(locks)}, nil
+}
+
+// checkBounds refuses a negative wait or lease: a caller's TryLock, LockFor or TryLockFor.
+func (s *set) checkBounds(wait, lease time.Duration) error {
+	if wait < 0 {
+		return errs.Invalid(s.kind, s.name, "negative wait %v", wait)
+	}
+	if lease < 0 {
+		return errs.Invalid(s.kind, s.name, "negative lease %v", lease)
+	}
+	return nil
+}
+
+// err names the composite in err; nil stays nil.
+func (s *set) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errs.Errorf(s.kind, s.name, err)
+}
+
+// unlock releases the hold of composite that ctx came from.
+func (s *set) unlock(ctx context.Context, composite any) error {
+	if ctx == nil {
+		return errs.Invalid(s.kind, s.name, "nil context")
+	}
+	h := holdOf(ctx, composite)
+	if h == nil {
+		return s.err(errs.ErrNotHeld)
+	}
+	return h.unlock()
+}
+
+// isHeld reports whether ctx's owner holds at least quorum of the locks (atLeast), and whether the
+// hold of composite that ctx comes from, if any, has not ended.
+func (s *set) isHeld(ctx context.Context, composite any) (bool, error) {
+	if ctx == nil {
+		return false, errs.Invalid(s.kind, s.name, "nil context")
+	}
 	if h := holdOf(ctx, composite); h != nil && !h.held() {
 		return false, nil
 	}
 	if _, ok := holds.OwnerID(ctx); !ok {
 		return false, nil // nobody asks: nothing can be held
 	}
-	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeld(ctx) })
+	return s.atLeast(func(l Locker) (bool, error) { return l.IsHeld(ctx) })
 }
 
-// isHeldBy reports whether owner holds at least quorum of locks, as isHeld does.
-func isHeldBy(ctx context.Context, locks []Locker, owner int64, quorum int) (bool, error) {
-	return atLeast(locks, quorum, func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
+// isHeldBy reports whether owner holds at least quorum of the locks, as isHeld does.
+func (s *set) isHeldBy(ctx context.Context, owner int64) (bool, error) {
+	if ctx == nil {
+		return false, errs.Invalid(s.kind, s.name, "nil context")
+	}
+	return s.atLeast(func(l Locker) (bool, error) { return l.IsHeldBy(ctx, owner) })
 }
 
-// atLeast reports whether at least quorum of locks answer q true, asked concurrently. The errors of
-// the locks that could not be asked count only without a quorum; a refusal (see ask) always does.
-func atLeast(locks []Locker, quorum int, q func(Locker) (bool, error)) (bool, error) {
-	n, subErrs, refused := ask(locks, q)
+// atLeast reports whether at least quorum of the locks answer q true, asked concurrently. The errors
+// of the locks that could not be asked count only without a quorum; a refusal (see ask) always does.
+func (s *set) atLeast(q func(Locker) (bool, error)) (bool, error) {
+	n, subErrs, refused := ask(s.locks, q)
 	switch {
 	case refused != nil:
-		return false, refused
-	case n >= quorum:
+		return false, s.err(refused)
+	case n >= s.quorum:
 		return true, nil
 	}
-	return false, errors.Join(subErrs...)
+	return false, s.err(errors.Join(subErrs...))
 }
 
-// isLocked reports whether so many of locks are held, by anyone, that fewer than quorum are free:
-// a Lock would have to wait. The errors of the locks that could not be asked count only when the
-// others do not decide it; a refusal, which would fail a Lock, always does.
-func isLocked(ctx context.Context, locks []Locker, quorum int) (bool, error) {
-	held, subErrs, refused := ask(locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
-	need := len(locks) - quorum + 1 // held locks that leave fewer than quorum free
+// isLocked reports whether so many of the locks are held, by anyone, that fewer than quorum are
+// free: a Lock would have to wait. The errors of the locks that could not be asked count only when
+// the others do not decide it; a refusal, which would fail a Lock, always does.
+func (s *set) isLocked(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, errs.Invalid(s.kind, s.name, "nil context")
+	}
+	held, subErrs, refused := ask(s.locks, func(l Locker) (bool, error) { return l.IsLocked(ctx) })
+	need := len(s.locks) - s.quorum + 1 // held locks that leave fewer than quorum free
 	switch {
 	case refused != nil:
-		return false, refused
+		return false, s.err(refused)
 	case held >= need:
 		return true, nil
 	case held+len(subErrs) < need:
 		return false, nil
 	}
-	return false, errors.Join(subErrs...)
+	return false, s.err(errors.Join(subErrs...))
 }
 
 // forceUnlock frees every lock whoever holds it, concurrently, and reports whether any was held.
-func forceUnlock(ctx context.Context, locks []Locker) (bool, error) {
-	n, subErrs, _ := ask(locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
-	return n > 0, errors.Join(subErrs...)
+func (s *set) forceUnlock(ctx context.Context) (bool, error) {
+	if ctx == nil {
+		return false, errs.Invalid(s.kind, s.name, "nil context")
+	}
+	n, subErrs, _ := ask(s.locks, func(l Locker) (bool, error) { return l.ForceUnlock(ctx) })
+	return n > 0, s.err(errors.Join(subErrs...))
 }
 
 // ask asks every lock q concurrently (they are usually on different servers), and returns how many

@@ -52,7 +52,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal/core"
@@ -97,36 +96,18 @@ type Locker interface {
 // the earliest fixed lease's end as its deadline. When any sub-lock is lost, that ctx ends with
 // redisync.ErrLost and the other sub-locks are given back at once; Unlock then reports
 // redisync.ErrNotHeld.
-type MultiLock struct {
-	locks []Locker
-	name  string
-}
+type MultiLock struct{ set }
 
 const multiKind = "multilock"
 
 // New returns a MultiLock over locks. It needs at least one lock.
 func New(locks ...Locker) (*MultiLock, error) {
-	sorted, name, err := check(multiKind, locks)
+	s, err := newSet(multiKind, locks)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(sorted, func(a, b Locker) int { return cmp.Compare(a.Name(), b.Name()) })
-	return &MultiLock{locks: sorted, name: name}, nil
-}
-
-func check(kind string, locks []Locker) ([]Locker, string, error) {
-	names := make([]string, len(locks))
-	for i, l := range locks {
-		if l == nil {
-			return nil, "", errs.Invalid(kind, "", "nil lock at %d", i)
-		}
-		names[i] = l.Name()
-	}
-	name := strings.Join(names, ",")
-	if len(locks) == 0 {
-		return nil, "", errs.Invalid(kind, name, "no locks")
-	}
-	return slices.Clone(locks), name, nil
+	slices.SortStableFunc(s.locks, func(a, b Locker) int { return cmp.Compare(a.Name(), b.Name()) })
+	return &MultiLock{s}, nil
 }
 
 // Name returns the names of the sub-locks, joined by commas, as given to New.
@@ -142,8 +123,8 @@ func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired, holding nothing, when
 // it has not held every sub-lock at once within wait; with wait 0 it tries each once.
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, errs.Invalid(multiKind, m.name, "negative wait %v", wait)
+	if err := m.checkBounds(wait, 0); err != nil {
+		return nil, err
 	}
 	return m.acquire(ctx, wait, ownLease)
 }
@@ -152,7 +133,7 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (context.Co
 // fixed, and 0 the watchdog's, whatever the sub-locks' options. No sub-lock's lease runs down while
 // another is awaited, since a MultiLock waits holding nothing.
 func (m *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := checkLease(multiKind, m.name, lease); err != nil {
+	if err := m.checkBounds(0, lease); err != nil {
 		return nil, err
 	}
 	return m.acquire(ctx, -1, lease)
@@ -161,10 +142,7 @@ func (m *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.C
 // TryLockFor is TryLock with one lease for every sub-lock (Redisson's tryLock(waitTime, leaseTime,
 // unit)): see LockFor.
 func (m *MultiLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, errs.Invalid(multiKind, m.name, "negative wait %v", wait)
-	}
-	if err := checkLease(multiKind, m.name, lease); err != nil {
+	if err := m.checkBounds(wait, lease); err != nil {
 		return nil, err
 	}
 	return m.acquire(ctx, wait, lease)
@@ -172,14 +150,6 @@ func (m *MultiLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (
 
 // ownLease, as a composite's lease, takes each sub-lock with its own.
 const ownLease = -1
-
-// checkLease refuses a negative lease.
-func checkLease(kind, name string, lease time.Duration) error {
-	if lease < 0 {
-		return errs.Invalid(kind, name, "negative lease %v", lease)
-	}
-	return nil
-}
 
 // lockSub acquires l for a composite, waiting at most wait (< 0: without bound), with lease.
 func lockSub(ctx context.Context, l Locker, wait, lease time.Duration) (context.Context, error) {
@@ -288,14 +258,7 @@ func earliest(parent context.Context, subs []*sub) (time.Time, Locker) {
 // MultiLock, or when the hold had been lost (the sub-locks still held are released all the same). A
 // sub-lock whose release fails is named in the error and Unlock may be called again for it.
 func (m *MultiLock) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return errs.Invalid(multiKind, m.name, "nil context")
-	}
-	h := holdOf(ctx, m)
-	if h == nil {
-		return m.err(errs.ErrNotHeld)
-	}
-	return h.unlock()
+	return m.unlock(ctx, m)
 }
 
 // IsHeld reports whether the owner that ctx carries holds every sub-lock, asking each of them
@@ -303,40 +266,19 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 // hold has not ended (by Unlock, or by the loss or the lease end of a sub-lock). Like Unlock, it
 // answers even when ctx has ended.
 func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(multiKind, m.name, "nil context")
-	}
-	ok, err := isHeld(ctx, m, m.locks, len(m.locks))
-	if err != nil {
-		return false, m.err(err)
-	}
-	return ok, nil
+	return m.isHeld(ctx, m)
 }
 
 // IsHeldBy reports whether owner, an owner id (redisync.OwnerID of a hold's ctx), holds every
 // sub-lock, asking each of them (Redisson's isHeldByThread).
 func (m *MultiLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(multiKind, m.name, "nil context")
-	}
-	ok, err := isHeldBy(ctx, m.locks, owner, len(m.locks))
-	if err != nil {
-		return false, m.err(err)
-	}
-	return ok, nil
+	return m.isHeldBy(ctx, owner)
 }
 
 // IsLocked reports whether any sub-lock is held by anyone, asking each of them: whether a Lock
 // would have to wait now. (Redisson's MultiLock does not offer it.)
 func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(multiKind, m.name, "nil context")
-	}
-	ok, err := isLocked(ctx, m.locks, len(m.locks))
-	if err != nil {
-		return false, m.err(err)
-	}
-	return ok, nil
+	return m.isLocked(ctx)
 }
 
 // ForceUnlock frees every sub-lock whoever holds it, and reports whether any was held. Holds of this
@@ -344,14 +286,7 @@ func (m *MultiLock) IsLocked(ctx context.Context) (bool, error) {
 // out. A sub-lock that could not be freed is named in the error; the others are freed all the same.
 // (Redisson's MultiLock does not offer it.)
 func (m *MultiLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(multiKind, m.name, "nil context")
-	}
-	ok, err := forceUnlock(ctx, m.locks)
-	if err != nil {
-		return ok, m.err(err)
-	}
-	return ok, nil
+	return m.forceUnlock(ctx)
 }
 
 // Do runs fn while holding the MultiLock: it locks (waiting as Lock does), runs fn with the hold's
@@ -361,5 +296,3 @@ func (m *MultiLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (m *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, m.Lock, m.Unlock, fn)
 }
-
-func (m *MultiLock) err(err error) error { return errs.Errorf(multiKind, m.name, err) }

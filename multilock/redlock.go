@@ -29,10 +29,8 @@ import (
 // lost that no majority is left; the rest are then given back at once. Read what it does not
 // guarantee in the package doc.
 type RedLock struct {
-	locks  []Locker
-	name   string
-	quorum int
-	o      redOptions
+	set
+	o redOptions
 }
 
 const redKind = "redlock"
@@ -55,12 +53,12 @@ func WithRetryDelay(d time.Duration) Option { return func(o *redOptions) { o.ret
 // lock of the same name per server, each on its own redisync.Client. It has the default options;
 // With returns one with others.
 func NewRedLock(locks ...Locker) (*RedLock, error) {
-	locks, name, err := check(redKind, locks)
+	s, err := newSet(redKind, locks)
 	if err != nil {
 		return nil, err
 	}
-	return &RedLock{locks: locks, name: name, quorum: len(locks)/2 + 1,
-		o: redOptions{timeout: 50 * time.Millisecond, retryDelay: 100 * time.Millisecond}}, nil
+	s.quorum = len(locks)/2 + 1
+	return &RedLock{set: s, o: redOptions{timeout: 50 * time.Millisecond, retryDelay: 100 * time.Millisecond}}, nil
 }
 
 // With returns a RedLock over the same locks with opts applied, and r unchanged: the locks come
@@ -100,8 +98,8 @@ func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
 // TryLock is Lock with a wait bound: it gives up with redisync.ErrNotAcquired when no attempt that
 // started within wait succeeded; with wait 0 it makes one attempt.
 func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, errs.Invalid(redKind, r.name, "negative wait %v", wait)
+	if err := r.checkBounds(wait, 0); err != nil {
+		return nil, err
 	}
 	return r.acquire(ctx, wait, ownLease)
 }
@@ -109,7 +107,7 @@ func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (context.Cont
 // LockFor is Lock with one lease for every sub-lock (Redisson's lock(leaseTime, unit)): lease > 0
 // is fixed, and bounds the validity time; 0 is the watchdog's, whatever the sub-locks' options.
 func (r *RedLock) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := checkLease(redKind, r.name, lease); err != nil {
+	if err := r.checkBounds(0, lease); err != nil {
 		return nil, err
 	}
 	return r.acquire(ctx, -1, lease)
@@ -118,10 +116,7 @@ func (r *RedLock) LockFor(ctx context.Context, lease time.Duration) (context.Con
 // TryLockFor is TryLock with one lease for every sub-lock (Redisson's tryLock(waitTime, leaseTime,
 // unit)): see LockFor.
 func (r *RedLock) TryLockFor(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, errs.Invalid(redKind, r.name, "negative wait %v", wait)
-	}
-	if err := checkLease(redKind, r.name, lease); err != nil {
+	if err := r.checkBounds(wait, lease); err != nil {
 		return nil, err
 	}
 	return r.acquire(ctx, wait, lease)
@@ -290,14 +285,7 @@ func isFatal(err error) bool {
 // others are released all the same). A sub-lock whose release fails is named in the error, and
 // Unlock may be called again for it.
 func (r *RedLock) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return errs.Invalid(redKind, r.name, "nil context")
-	}
-	h := holdOf(ctx, r)
-	if h == nil {
-		return r.err(errs.ErrNotHeld)
-	}
-	return h.unlock()
+	return r.unlock(ctx, r)
 }
 
 // IsHeld reports whether the owner that ctx carries holds a majority of the sub-locks, asking each
@@ -307,14 +295,7 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 // refused as Lock's doc says fails the call with that error, whatever the others answer. Like
 // Unlock, it answers even when ctx has ended.
 func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(redKind, r.name, "nil context")
-	}
-	ok, err := isHeld(ctx, r, r.locks, r.quorum)
-	if err != nil {
-		return false, r.err(err)
-	}
-	return ok, nil
+	return r.isHeld(ctx, r)
 }
 
 // IsHeldBy reports whether owner, an owner id (redisync.OwnerID of a hold's ctx), holds a majority
@@ -322,14 +303,7 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) {
 // does not count; its error is returned only when the others are not a majority. A sub-lock refused
 // as Lock's doc says fails the call with that error, whatever the others answer.
 func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(redKind, r.name, "nil context")
-	}
-	ok, err := isHeldBy(ctx, r.locks, owner, r.quorum)
-	if err != nil {
-		return false, r.err(err)
-	}
-	return ok, nil
+	return r.isHeldBy(ctx, owner)
 }
 
 // IsLocked reports whether so many sub-locks are held, by anyone, that no majority is free: whether
@@ -337,14 +311,7 @@ func (r *RedLock) IsHeldBy(ctx context.Context, owner int64) (bool, error) {
 // decide it; one refused as Lock's doc says fails the call with that error, as it would fail an
 // attempt. (Redisson's RedLock does not offer it.)
 func (r *RedLock) IsLocked(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(redKind, r.name, "nil context")
-	}
-	ok, err := isLocked(ctx, r.locks, r.quorum)
-	if err != nil {
-		return false, r.err(err)
-	}
-	return ok, nil
+	return r.isLocked(ctx)
 }
 
 // ForceUnlock frees every sub-lock whoever holds it, on every server, and reports whether any was
@@ -352,14 +319,7 @@ func (r *RedLock) IsLocked(ctx context.Context) (bool, error) {
 // sub-locks are held: on this Client at once. A sub-lock that could not be freed is named in the
 // error; the others are freed all the same. (Redisson's RedLock does not offer it.)
 func (r *RedLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if ctx == nil {
-		return false, errs.Invalid(redKind, r.name, "nil context")
-	}
-	ok, err := forceUnlock(ctx, r.locks)
-	if err != nil {
-		return ok, r.err(err)
-	}
-	return ok, nil
+	return r.forceUnlock(ctx)
 }
 
 // Do runs fn while holding the RedLock: it locks (trying as Lock does), runs fn with the hold's ctx,
@@ -369,5 +329,3 @@ func (r *RedLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (r *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return core.Locked(ctx, r.Lock, r.Unlock, fn)
 }
-
-func (r *RedLock) err(err error) error { return errs.Errorf(redKind, r.name, err) }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 )
 
@@ -53,12 +54,5 @@ func (l *Limiter) TTL(ctx context.Context) (time.Duration, error) {
 	if err != nil || len(res) == 0 {
 		return 0, err
 	}
-	switch ms := res[5]; ms {
-	case -2:
-		return 0, nil
-	case -1:
-		return -1, nil
-	default:
-		return time.Duration(ms) * time.Millisecond, nil
-	}
+	return core.TTL(res[5]), nil
 }

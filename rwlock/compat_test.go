@@ -3,78 +3,27 @@ package rwlock_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/testkit"
 )
 
-// What a Java process running Redisson does, written after Redisson's RReadWriteLock semantics.
-const (
-	// KEYS[1] lock, KEYS[2] "{N}:OWNER:rwlock_timeout"; ARGV lease, OWNER, OWNER:write.
-	// Returns nil when acquired, else the lock's PTTL.
-	javaReadAcquire = `
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false or mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
-  if mode == false then redis.call('hset', KEYS[1], 'mode', 'read') end
-  local k = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':' .. k, 1, 'px', ARGV[1])
-  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
-  return nil
-end
-return redis.call('pttl', KEYS[1])`
-	// KEYS[1] lock; ARGV lease, OWNER:write. Returns nil when acquired, else the lock's PTTL.
-	javaWriteAcquire = `
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-return redis.call('pttl', KEYS[1])`
-	// The release of a lone reader: KEYS[1] lock, KEYS[2] channel, KEYS[3] its lease key;
-	// ARGV OWNER, publish command.
-	javaReadRelease = `
-if redis.call('hincrby', KEYS[1], ARGV[1], -1) == 0 then redis.call('hdel', KEYS[1], ARGV[1]) end
-redis.call('del', KEYS[3])
-if redis.call('hlen', KEYS[1]) == 1 then
-  redis.call('del', KEYS[1])
-  redis.call(ARGV[2], KEYS[2], '0')
-end
-return 1`
-)
-
-func eval(t testing.TB, rdb rueidis.Client, src string, keys []string, args ...string) (int64, bool) {
-	t.Helper()
-	n, err := rdb.Do(context.Background(), rdb.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, true
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n, false
-}
+// A Java process on the same name, running Redisson's own scripts (java_test.go): Go and Java readers
+// share, each side's writer excludes the other's readers and hears the other's unlock.
 
 func TestRedissonCompatibility(t *testing.T) {
 	testkit.ForEach(t, func(t *testing.T, tg *testkit.Target) {
 		ctx := context.Background()
 		rdb := tg.Redis(t)
-		pub, sub := "PUBLISH", rdb.B().Subscribe().Channel("redisson_rwlock:{compat}").Build()
-		if tg.Name == "cluster" {
-			pub, sub = "SPUBLISH", rdb.B().Ssubscribe().Channel("redisson_rwlock:{compat}").Build()
-		}
-		const java = "6f1c9a52-0d1e-4d5e-9a57-3c1f2a7b8e90:41"
-		javaLease := "{compat}:" + java + ":rwlock_timeout"
+		java := newJavaRW(t, tg, "compat")
+		const thread = 41
 		c := tg.Client(t, redisync.WithRecheckInterval(time.Minute))
 		rw := mustNew(t, c, "compat")
 
 		// A Java reader holds: our readers share, our writer waits and its unlock message wakes it.
-		if _, ok := eval(t, rdb, javaReadAcquire, []string{"compat", javaLease}, "30000", java, java+":write"); !ok {
+		if ok, _ := java.tryRead(thread); !ok {
 			t.Fatal("java reader could not acquire a free lock")
 		}
 		r, err := rw.ReadLock().TryLock(ctx, 0)
@@ -104,7 +53,7 @@ func TestRedissonCompatibility(t *testing.T) {
 			return nil
 		})
 		subscribed(t, c, "compat")
-		eval(t, rdb, javaReadRelease, []string{"compat", "redisson_rwlock:{compat}", javaLease + ":1"}, java, pub)
+		java.unlockRead(thread)
 		if err := <-wrote; err != nil {
 			t.Fatalf("our writer after the Java reader's unlock message: %v", err)
 		}
@@ -119,36 +68,28 @@ func TestRedissonCompatibility(t *testing.T) {
 		if ms := num(t, rdb, "PTTL", "compat"); ms <= 0 || ms > 30000 {
 			t.Fatalf("PTTL %d, want the watchdog's 30 s", ms)
 		}
-		if _, ok := eval(t, rdb, javaReadAcquire, []string{"compat", javaLease}, "30000", java, java+":write"); ok {
+		if ok, _ := java.tryRead(thread); ok {
 			t.Fatal("a Java reader got in while our writer holds")
 		}
-		messages := make(chan string, 4)
-		subscribed := make(chan struct{})
-		var once sync.Once
-		subCtx, stop := context.WithCancel(ctx)
-		received := make(chan error, 1)
-		go func() {
-			hook := rueidis.WithOnSubscriptionHook(subCtx, func(rueidis.PubSubSubscription) { once.Do(func() { close(subscribed) }) })
-			received <- rdb.Receive(hook, sub, func(m rueidis.PubSubMessage) { messages <- m.Message })
-		}()
-		defer func() { stop(); <-received }()
-		<-subscribed
+		messages := java.j.Subscribe(java.channel())
+		next := func(what, want string) {
+			t.Helper()
+			if m, ok := messages.Next(10 * time.Second); !ok || m != want {
+				t.Fatalf("%s published %q (received: %v), want %q", what, m, ok, want)
+			}
+		}
 		if err := rw.WriteLock().Unlock(w); err != nil {
 			t.Fatal(err)
 		}
-		if m := <-messages; m != "1" {
-			t.Fatalf("write unlock published %q, want 1 (wake all)", m)
-		}
-		if _, ok := eval(t, rdb, javaReadAcquire, []string{"compat", javaLease}, "30000", java, java+":write"); !ok {
+		next("our write unlock", "1") // wake all
+		if ok, _ := java.tryRead(thread); !ok {
 			t.Fatal("the Java reader could not acquire after our write unlock")
 		}
 		if _, err := rw.WriteLock().TryLock(ctx, 0); !errors.Is(err, redisync.ErrNotAcquired) {
 			t.Fatalf("our writer while a Java reader reads: %v, want ErrNotAcquired", err)
 		}
-		eval(t, rdb, javaReadRelease, []string{"compat", "redisson_rwlock:{compat}", javaLease + ":1"}, java, pub)
-		if m := <-messages; m != "0" {
-			t.Fatalf("java read unlock published %q", m)
-		}
+		java.unlockRead(thread)
+		next("the Java read unlock", "0")
 
 		// Our reader holds, in Redisson's layout: a Java writer is kept out and hears our unlock.
 		r, err = rw.ReadLock().Lock(ctx)
@@ -161,16 +102,14 @@ func TestRedissonCompatibility(t *testing.T) {
 		if ms := num(t, rdb, "PTTL", leaseKey("compat", owner(t, c, r), 1)); ms <= 0 || ms > 30000 {
 			t.Fatalf("read lease key PTTL %d", ms)
 		}
-		if _, ok := eval(t, rdb, javaWriteAcquire, []string{"compat"}, "30000", java+":write"); ok {
+		if ok, _ := java.tryWrite(thread); ok {
 			t.Fatal("a Java writer got in while our reader reads")
 		}
 		if err := rw.ReadLock().Unlock(r); err != nil {
 			t.Fatal(err)
 		}
-		if m := <-messages; m != "0" {
-			t.Fatalf("last read unlock published %q, want 0 (wake one)", m)
-		}
-		if _, ok := eval(t, rdb, javaWriteAcquire, []string{"compat"}, "30000", java+":write"); !ok {
+		next("our last read unlock", "0") // wake one
+		if ok, _ := java.tryWrite(thread); !ok {
 			t.Fatal("the Java writer could not acquire after our read unlock")
 		}
 		if _, err := rw.ReadLock().TryLock(ctx, 0); !errors.Is(err, redisync.ErrNotAcquired) {

@@ -30,7 +30,6 @@ package rwlock
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/core"
@@ -66,17 +65,6 @@ type options struct {
 	core.LockOptions
 	preferWrite bool
 }
-
-// WithLease gives every acquisition, read or write, a fixed lease: each hold frees itself after d
-// unless unlocked before, with no renewal, and the ctx Lock returns has the lease's end (less 1% +
-// 2 ms for clock drift) as its deadline. Without it (or with 0) the Client's watchdog keeps the holds
-// while they are held and lets them expire within the watchdog timeout when the process dies.
-func WithLease(d time.Duration) Option { return func(o *options) { o.Lease = d } }
-
-// NonReentrant makes re-entry an error: an owner that takes the read lock (or the write lock) again
-// gets redisync.ErrAlreadyHeld, and its holds are unchanged. Taking the read lock while writing
-// (downgrade) is not re-entry and stays allowed.
-func NonReentrant() Option { return func(o *options) { o.NonReentrant = true } }
 
 // WithWriterPreference makes a waiting writer keep new readers out: readers already inside may finish
 // and re-enter, and the writer gets in once they are gone. Without it a stream of overlapping readers

@@ -886,14 +886,19 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch ms := st[0]; ms {
+	return TTL(st[0]), nil
+}
+
+// TTL turns a PTTL answer into what the primitives' TTL methods return: 0 for a key that is gone
+// (-2), -1 for one without expiry, else the time left.
+func TTL(pttl int64) time.Duration {
+	switch pttl {
 	case -2:
-		return 0, nil
+		return 0
 	case -1:
-		return -1, nil
-	default:
-		return time.Duration(ms) * time.Millisecond, nil
+		return -1
 	}
+	return time.Duration(pttl) * time.Millisecond
 }
 
 // Token returns the fencing token of the acquisition ctx came from.
