@@ -5,6 +5,7 @@
 //	cd bench && go run . [-quick] [-json FILE] [-only B1,B4] [-rtt 0,200us,1ms]
 //	cd bench && go run . -scripts    # what each lock script costs the server, driven raw
 //	cd bench && go run . -calls      # the server's calls per acquisition through the library, by command
+//	cd bench && go run . -handover   # what bounds the contended hand-over at loopback and 200 us
 //
 // -rtt runs every table once per round trip listed: 0 over loopback, the others through a delay
 // proxy (delay_linux.go) whose delay is set so that a PING between the clients and Redis takes that
@@ -36,6 +37,7 @@ func main() {
 	scripts := flag.Bool("scripts", false, "print what each lock script costs the server, driven raw, and exit")
 	calls := flag.Bool("calls", false, "print the server's calls per acquisition through the library, by command, and exit")
 	cpu := flag.Bool("cpu", false, "print the client's CPU per uncontended pair for redisync, the floor and two peers, and exit")
+	handover := flag.Bool("handover", false, "print what bounds the contended hand-over and the burst after idle at loopback and 200 us: rlock against notify-driven floors, in round trips, with the CPU placed three ways, and exit")
 	rtts := flag.String("rtt", "0", "comma-separated round trips between the clients and Redis, each a run of every table: `0,200us,1ms` (0: loopback, no proxy)")
 	flag.Parse()
 	if *scripts {
@@ -54,6 +56,13 @@ func main() {
 	}
 	if *cpu {
 		if err := clientCPU(os.Stdout, 4000, 3); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *handover {
+		if err := handoverMode(os.Stdout, *quick); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -2,16 +2,12 @@
 --! ARGV publish rid
 -- Delete a latch (count 0 again). Returns 1 when it existed; then the channel gets '1', as Redisson's
 -- delete sends. Exactly once by its memo. A key that is not a latch is refused, and left as it is.
---! INCLUDE count.lua once.lua
+--! INCLUDE count.lua once.lua answered.lua
 local latch, channel, memo = KEYS[1], KEYS[2], KEYS[3]
 local publish, rid = ARGV[1], ARGV[2]
 memo = memo .. rid
-local found, reply = recall(memo)
-if found then return reply end
-local _, refused = read_latch(latch)
-if refused then
-  return refused
-end
+local done, reply = answered(memo, false, read_latch, latch)
+if done then return reply end
 if redis.call('del', latch) == 1 then
   redis.call(publish, channel, '1')
   return remember(memo, 1)

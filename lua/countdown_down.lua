@@ -5,16 +5,12 @@
 -- a whole number above 0: a latch at 0 has no key) is refused unchanged (refuse.lua): counting it
 -- down could delete someone else's data. Exactly once by its memo: a count down sent again after a
 -- lost answer answers the first send's count.
---! INCLUDE count.lua once.lua
+--! INCLUDE count.lua once.lua answered.lua
 local latch, channel, memo = KEYS[1], KEYS[2], KEYS[3]
 local publish, rid = ARGV[1], ARGV[2]
 memo = memo .. rid
-local found, reply = recall(memo)
-if found then return reply end
-local n, refused = read_latch(latch)
-if refused then
-  return refused
-end
+local done, n = answered(memo, false, read_latch, latch)
+if done then return n end
 if not n then
   return remember(memo, 0)
 end

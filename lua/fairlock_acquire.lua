@@ -26,18 +26,14 @@ local field, held, rid, lease, slot, reentrant, fenced = ARGV[1], tonumber(ARGV[
 local waits, publish, tag, grant, numsub = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 memo = memo .. rid
 
--- token takes a fencing token, if the lock hands them out: the token, or nil and the refusal.
+-- token takes a fencing token, if the lock hands them out (token.lua, defined only then): the token,
+-- or nil and the refusal.
 local function token()
   if fenced ~= '1' then
     return 0
   end
   --! INCLUDE token.lua
-  local t, err = next_token(counter)
-  if err then
-    --! INCLUDE refuse.lua
-    return nil, refuse(counter, nil, err)
-  end
-  return t
+  return take_token(counter, fenced)
 end
 
 if MODE == 1 then

@@ -3,7 +3,7 @@
 -- Release one hold of a fair lock; the last release wakes the first waiter that is still there, or
 -- hands it the lock (fairlock_wake.lua). Replies, and exactly once (MODE 1, MODE 2), as
 -- rlock_release.lua says; so does the refusal of a name that holds anything but a lock hash.
---! INCLUDE extend.lua fairlock_wake.lua once.lua
+--! INCLUDE extend.lua fairlock_wake.lua once.lua release.lua
 local lock, records, memo = KEYS[1], KEYS[6], KEYS[7]
 local field, held, rid, lease, publish, slot, numsub = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
 memo = memo .. rid
@@ -17,17 +17,8 @@ if type(before) == 'table' then
   return refuse(lock, nil, before.err)
 end
 before = tonumber(before)
-if not before and redis.call('exists', lock) == 1 then
-  --! INCLUDE lockhash.lua
-  local _, refused = hold_count(lock, field)
-  if refused then
-    return refused
-  end
-end
-local settled = released(memo, before, held)
-if settled then
-  return settled
-end
+local answer = settled(memo, lock, before, held)
+if answer then return answer end
 if before > 1 then
   local count = redis.call('hincrby', lock, field, -1)
   extend(lock, lease) -- the holds left keep at least what they were promised

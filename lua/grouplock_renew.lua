@@ -1,28 +1,24 @@
 --! KEYS lock
 --! ARGV field ntail tail
 --! BATCH ttl
--- Renew a batch of group holds (grouplock.lua). KEYS: one group per hold; ARGV: ttl in ms, then for
--- each hold its owner, how many values follow, and the values. A hold is renewed when its
--- owner still names every value: each expire_time becomes ttl from now unless it has more left, and
--- the hash lives ttl at least. Returns one integer per hold: 1 renewed, 0 no longer held (nothing of
--- it is renewed then). A key of the wrong type counts as not held instead of failing the batch. ttl 0
--- checks the holds without renewing them.
---! INCLUDE grouplock.lua
+-- Renew a batch of group holds (grouplock.lua), as renew.lua says. KEYS: one group per hold; ARGV:
+-- ttl in ms, then for each hold its owner, how many values follow, and the values. A hold is renewed
+-- when its owner still names every value: each expire_time becomes ttl from now unless it has more
+-- left, and the hash lives ttl at least (nothing of a hold no longer held is renewed).
+--! INCLUDE grouplock.lua renew.lua
 local ttl = tonumber(ARGV[1])
 local now = now_ms()
-local out, at = {}, 2
-for i = 1, #KEYS do
+local at = 2
+return renew_holds(#KEYS, ttl, function(i)
   local group, owner, n = KEYS[i], ARGV[at], tonumber(ARGV[at + 1])
   local first, last = at + 2, at + 1 + n
   at = last + 1
-  local held = true
   for j = first, last do
     if redis.pcall('hget', group, ARGV[j]) ~= owner then
-      held = false
-      break
+      return false
     end
   end
-  if held and ttl > 0 then
+  if ttl > 0 then
     local until_ms = now + ttl
     for j = first, last do
       local ef = expire_field(ARGV[j], owner)
@@ -33,10 +29,5 @@ for i = 1, #KEYS do
     end
     lengthen(group, ttl, 0)
   end
-  if held then
-    out[i] = 1
-  else
-    out[i] = 0
-  end
-end
-return out
+  return true
+end)

@@ -4,20 +4,12 @@
 -- delete). KEYS as ratelimit_window.lua says, and the memos' prefix; exactly once by its memo.
 -- Returns 1 when the limiter was set, 0 when it was not. A key that is not a rate limiter is refused
 -- (WRONGTYPE) and left in place.
---! INCLUDE ratelimit_window.lua ratelimit_windows.lua once.lua
+--! INCLUDE ratelimit_window.lua ratelimit_windows.lua once.lua answered.lua
 local limiter, value, clientvalue, permits, clientpermits, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rid = ARGV[1]
 memo = memo .. rid
-local found, reply = recall(memo)
-if found then return reply end
-local rate = settings()
-if rate == 'err' then
-  return not_limiter()
-end
-local refused = foreign_window()
-if refused then
-  return refused
-end
+local done, rate = answered(memo, false, whole_limiter)
+if done then return rate end
 redis.call('del', limiter, value, clientvalue, permits, clientpermits)
 if rate then
   return remember(memo, 1)

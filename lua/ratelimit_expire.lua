@@ -7,19 +7,12 @@
 -- answer (a second PERSIST would find nothing to clear) and leaves the first send's expiry.
 -- Returns 1 when a key got the TTL (or lost its TTL), else 0. A key that is not a rate limiter is
 -- refused (refuse.lua) and left unchanged.
---! INCLUDE ratelimit_window.lua ratelimit_windows.lua once.lua
+--! INCLUDE ratelimit_window.lua ratelimit_windows.lua once.lua answered.lua
 local limiter, value, clientvalue, permits, clientpermits, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local ms, rid = ARGV[1], ARGV[2]
 memo = memo .. rid
-local found, reply = recall(memo)
-if found then return reply end
-if settings() == 'err' then
-  return not_limiter()
-end
-local refused = foreign_window()
-if refused then
-  return refused
-end
+local done, reply = answered(memo, false, whole_limiter)
+if done then return reply end
 local done = 0
 for _, key in ipairs({limiter, value, clientvalue, permits, clientpermits}) do
   local r

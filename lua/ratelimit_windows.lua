@@ -15,3 +15,14 @@ local function foreign_window()
   end
   return nil
 end
+
+-- whole_limiter(): for the scripts that act on the limiter whole (Delete, Expire): its rate
+-- (settings(): nil when it is not set), or nil and the refusal of a key that is not the limiter's:
+-- the limiter's own, or a window key that holds another type.
+local function whole_limiter()
+  local rate = settings()
+  if rate == 'err' then
+    return nil, not_limiter()
+  end
+  return rate, foreign_window()
+end

@@ -19,13 +19,9 @@ local field, held, rid, lease, reentrant, fenced = ARGV[1], tonumber(ARGV[2]), A
 local window, client, linger, tag = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 memo = memo .. rid
 if MODE == 1 then
-  local found, reply = recall(memo)
+  --! INCLUDE acquired.lua
+  local found, reply = acquired(memo, held, lock, field, nil, fenced == '1' and counter, waiters, tag)
   if found then return reply end
-  local n = tonumber(redis.call('hget', lock, field))
-  if n == held + 1 then
-    redis.call('zrem', waiters, tag)
-    return {1, n, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
-  end
 end
 local ttl = redis.call('pttl', lock)
 local free = ttl == -2
@@ -34,9 +30,7 @@ if not free then
   --! INCLUDE lockhash.lua
   local refused
   count, refused = hold_count(lock, field)
-  if refused then
-    return refused
-  end
+  if refused then return refused end
 end
 local turn = false
 if free then
@@ -83,27 +77,17 @@ end
 if MODE == 0 and count > 0 and count ~= held then
   -- Not the count the client expects: a send of this call made again after a connection failure may
   -- have run first (this one was held up on the failed connection). It answers as that send did.
-  local found, reply = recall(memo)
+  --! INCLUDE acquired.lua
+  local found, reply = acquired(memo, held, lock, field, count, fenced == '1' and counter, waiters, tag)
   if found then return reply end
-  if count == held + 1 then
-    redis.call('zrem', waiters, tag)
-    return {1, count, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
-  end
 end
 if free or count > 0 then
   if count > 0 and reentrant ~= '1' then
     return {2}
   end
-  local token = 0
-  if fenced == '1' then
-    --! INCLUDE token.lua
-    local err
-    token, err = next_token(counter)
-    if err then
-      --! INCLUDE refuse.lua
-      return refuse(counter, nil, err)
-    end
-  end
+  --! INCLUDE token.lua
+  local token, refused = take_token(counter, fenced)
+  if refused then return refused end
   local failed = tag ~= '' and redis.pcall('zrem', waiters, tag)
   if type(failed) == 'table' then
     --! INCLUDE refuse.lua

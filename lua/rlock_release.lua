@@ -19,7 +19,7 @@
 -- MODE 2 gives back an acquisition whose answer never came, under that acquisition's rid: held
 -- counts it. It took effect if it kept a memo, or if the owner's count is the one it made; the memo
 -- then says 'undone', so that a give-back sent again gives back nothing more (once.lua's undone).
---! INCLUDE once.lua
+--! INCLUDE once.lua release.lua
 local lock, waiters, clients, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[7]
 local field, held, rid, lease, publish, numsub, waits = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 memo = memo .. rid
@@ -47,17 +47,8 @@ else
   end
   count = tonumber(count)
 end
-if not count and redis.call('exists', lock) == 1 then
-  --! INCLUDE lockhash.lua
-  local _, refused = hold_count(lock, field)
-  if refused then
-    return refused
-  end
-end
-local settled = released(memo, count, held)
-if settled then
-  return settled
-end
+local answer = settled(memo, lock, count, held)
+if answer then return answer end
 if count > 1 then
   redis.call('hincrby', lock, field, -1)
   if redis.call('pttl', lock) < tonumber(lease) then -- the holds left keep what they were promised

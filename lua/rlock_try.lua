@@ -17,89 +17,69 @@ local lock, counter, waiters, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local field, held, rid, lease, reentrant, fenced = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 memo = memo .. rid
 if MODE == 1 then
-  local found, reply = recall(memo)
+  --! INCLUDE acquired.lua
+  local found, reply = acquired(memo, held, lock, field, nil, fenced == '1' and counter)
   if found then return reply end
-  local n = tonumber(redis.call('hget', lock, field))
-  if n == held + 1 then
-    return {1, n, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
+end
+-- Free, with no waiter recorded and no Java waiter's turn (whose mark is among the records): the
+-- acquisition is Redisson's own, and replies the count alone when it takes no token.
+local free = redis.call('exists', lock, waiters) == 0
+local ttl, count = -2, 0
+if not free then
+  ttl = redis.call('pttl', lock)
+  if ttl ~= -2 then
+    --! INCLUDE lockhash.lua
+    local refused
+    count, refused = hold_count(lock, field)
+    if refused then return refused end
+  end
+  if MODE == 0 and count > 0 and count ~= held then
+    -- Not the count the client expects: a send of this call made again after a connection failure
+    -- may have run first (this one was held up on the failed connection). It answers as that did.
+    --! INCLUDE acquired.lua
+    local found, reply = acquired(memo, held, lock, field, count, fenced == '1' and counter)
+    if found then return reply end
+  end
+  if ttl == -2 then
+    -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
+    local turn = redis.pcall('zscore', waiters, '~java')
+    if type(turn) == 'table' then
+      --! INCLUDE refuse.lua
+      return refuse(waiters, nil, turn.err)
+    end
+    turn = tonumber(turn)
+    if turn then
+      local t = redis.call('time')
+      local left = math.ceil((turn - (t[1] * 1000000 + t[2])) / 1000)
+      if left > 0 then
+        return {0, left}
+      end
+    end
+  elseif count == 0 then
+    return {0, ttl}
+  elseif reentrant ~= '1' then
+    return {2}
   end
 end
-if redis.call('exists', lock, waiters) == 0 then
-  -- Free, with no waiter recorded and no Java waiter's turn (whose mark is among the records): the
-  -- acquisition is Redisson's own, and replies the count alone when it takes no token.
-  local tok = 0
-  if fenced == '1' then
-    --! INCLUDE token.lua
-    local err
-    tok, err = next_token(counter)
-    if err then
-      --! INCLUDE refuse.lua
-      return refuse(counter, nil, err)
-    end
-  end
+local tok, refused = 0
+if fenced == '1' then
+  --! INCLUDE token.lua
+  tok, refused = take_token(counter, fenced)
+  if refused then return refused end
+end
+local n = 1
+if free then
   redis.call('hset', lock, field, 1)
   redis.call('pexpire', lock, lease)
   if fenced ~= '1' and held == 0 then
     return 1
   end
-  if held ~= 0 then
-    remember(memo, {1, 1, tok})
+else
+  n = redis.call('hincrby', lock, field, 1)
+  -- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
+  if ttl < tonumber(lease) then
+    redis.call('pexpire', lock, lease)
   end
-  return {1, 1, tok}
-end
-local ttl = redis.call('pttl', lock)
-local count = 0
-if ttl ~= -2 then
-  --! INCLUDE lockhash.lua
-  local refused
-  count, refused = hold_count(lock, field)
-  if refused then
-    return refused
-  end
-end
-if MODE == 0 and count > 0 and count ~= held then
-  -- Not the count the client expects: a send of this call made again after a connection failure may
-  -- have run first (this one was held up on the failed connection). It answers as that send did.
-  local found, reply = recall(memo)
-  if found then return reply end
-  if count == held + 1 then
-    return {1, count, fenced == '1' and tonumber(redis.call('get', counter)) or 0}
-  end
-end
-if ttl == -2 then
-  -- A release left the free lock to a Java waiter for a moment (rlock_wake.lua): wait till it ends.
-  local turn = redis.pcall('zscore', waiters, '~java')
-  if type(turn) == 'table' then
-    --! INCLUDE refuse.lua
-    return refuse(waiters, nil, turn.err)
-  end
-  turn = tonumber(turn)
-  if turn then
-    local t = redis.call('time')
-    local left = math.ceil((turn - (t[1] * 1000000 + t[2])) / 1000)
-    if left > 0 then
-      return {0, left}
-    end
-  end
-elseif count == 0 then
-  return {0, ttl}
-elseif reentrant ~= '1' then
-  return {2}
-end
-local tok = 0
-if fenced == '1' then
-  --! INCLUDE token.lua
-  local err
-  tok, err = next_token(counter)
-  if err then
-    --! INCLUDE refuse.lua
-    return refuse(counter, nil, err)
-  end
-end
-local n = redis.call('hincrby', lock, field, 1)
--- A re-entry never shortens what an outer hold was promised (a new hash has no TTL: -2 < lease).
-if ttl < tonumber(lease) then
-  redis.call('pexpire', lock, lease)
 end
 if count ~= held then
   remember(memo, {1, n, tok})

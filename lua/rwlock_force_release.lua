@@ -4,18 +4,12 @@
 -- (rwlock_mode.lua). KEYS as rwlock_leases.lua says. Returns 1 when it freed the lock
 -- (the channel got '1', wake all), else 0; the answer is kept under the memo, which a re-sent
 -- request answers (MODE 1).
---! INCLUDE rwlock_mode.lua once.lua
+--! INCLUDE rwlock_mode.lua once.lua answered.lua
 local lock, leases, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
 local rid, mode, publish = ARGV[1], ARGV[2], ARGV[3]
 memo = memo .. rid
-if MODE == 1 then
-  local found, reply = recall(memo)
-  if found then return reply end
-end
-local current, refused = rwlock_mode(lock)
-if refused then
-  return refused -- no read-write lock: left as it is
-end
+local done, current = answered(memo, true, rwlock_mode, lock)
+if done then return current end
 if current ~= mode then
   return remember(memo, 0)
 end

@@ -42,13 +42,9 @@ if count > 0 and reentrant ~= '1' then
 end
 if policy == '1' and count == 0 and not writer then
   -- A new reader lets a waiting writer go first; a reader already inside may re-enter.
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local failed = redis.pcall('zremrangebyscore', writers, '-inf', now)
-  if type(failed) == 'table' then
-    --! INCLUDE refuse.lua
-    return refuse(writers, nil, failed.err)
-  end
+  --! INCLUDE expired.lua
+  local now, refused = drop_expired(writers)
+  if refused then return refused end
   local last = redis.call('zrange', writers, -1, -1, 'withscores')
   if #last > 0 then
     return {0, math.max(redis.call('pttl', lock), tonumber(last[2]) - now)}

@@ -7,16 +7,12 @@
 -- lives that long at least. Replies 1, or 0 when the owner holds no read hold, or one of its leases
 -- has ended (the renewal reports it lost). Exactly once by its memo, as hold_extend.lua says. A name
 -- that holds anything but a read-write lock is refused before anything is written.
---! INCLUDE rwlock_mode.lua once.lua
+--! INCLUDE rwlock_mode.lua once.lua answered.lua
 local lock, leases, memo = KEYS[1], KEYS[2], KEYS[3]
 local field, lease, rid = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 memo = memo .. rid
-local found, reply = recall(memo)
-if found then return reply end
-local mode, refused = rwlock_mode(lock)
-if refused then
-  return refused
-end
+local done, mode = answered(memo, false, rwlock_mode, lock)
+if done then return mode end
 local n = mode and tonumber(redis.call('hget', lock, field))
 if not n or n <= 0 then
   return remember(memo, 0)

@@ -4,18 +4,12 @@
 -- MODE 2), as rlock_release.lua says. When the last live read hold goes, the lock is
 -- deleted and the channel gets '0' (wake one), or '1' (wake all) when writers announced themselves,
 -- so that the readers they keep out do not swallow the wake-up.
---! INCLUDE rwlock_mode.lua rwlock_leases.lua once.lua
+--! INCLUDE rwlock_mode.lua rwlock_leases.lua once.lua answered.lua
 local lock, writers, leases, channel, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local field, held, rid, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 memo = memo .. rid
-if MODE == 1 then
-  local found, reply = recall(memo)
-  if found then return reply end
-end
-local mode, refused = rwlock_mode(lock)
-if refused then
-  return refused
-end
+local done, mode = answered(memo, true, rwlock_mode, lock)
+if done then return mode end
 local count = mode and tonumber(redis.call('hget', lock, field))
 if count and count <= 0 then
   count = nil

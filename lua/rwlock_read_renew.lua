@@ -1,17 +1,16 @@
 --! KEYS lock leases
 --! ARGV field
 --! BATCH ttl
--- Renew a batch of read holds.
+-- Renew a batch of read holds, as renew.lua says.
 -- KEYS: two per hold: the lock, then the prefix of its lease keys ("{N}:"); ARGV[1] ttl ms,
 -- ARGV[1+i] owner field of hold i.
--- Returns one integer per hold: 1 renewed, 0 no longer held (the field is gone, or one of its lease
--- keys expired: then a writer may already be in). Only the owner's own lease keys are extended, so
--- that a reader of a dead client ages out even while others keep reading, and none is shortened (a
--- read hold given a longer lease keeps it). A key of the wrong type counts as not held instead of
--- failing the whole batch. ttl 0 checks the holds without renewing them.
+-- A hold is no longer held when its field is gone, or one of its lease keys expired: then a writer
+-- may already be in. Only the owner's own lease keys are extended, so that a reader of a dead client
+-- ages out even while others keep reading, and none is shortened (a read hold given a longer lease
+-- keeps it).
+--! INCLUDE renew.lua extend.lua
 local ttl = tonumber(ARGV[1])
-local out = {}
-for i = 1, #KEYS / 2 do
+return renew_holds(#KEYS / 2, ttl, function(i)
   local lock, leases = KEYS[2 * i - 1], KEYS[2 * i] .. ARGV[i + 1] .. ':rwlock_timeout'
   local n = tonumber(redis.pcall('hget', lock, ARGV[i + 1]))
   local ok = n ~= nil and n > 0
@@ -25,13 +24,8 @@ for i = 1, #KEYS / 2 do
       end
     end
   end
-  if ok then
-    if ttl > 0 and redis.call('pttl', lock) < ttl then
-      redis.call('pexpire', lock, ttl)
-    end
-    out[i] = 1
-  else
-    out[i] = 0
+  if ok and ttl > 0 then
+    extend(lock, ttl)
   end
-end
-return out
+  return ok
+end)

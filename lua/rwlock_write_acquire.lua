@@ -12,17 +12,12 @@ local lock, writers, memo = KEYS[1], KEYS[2], KEYS[3]
 local field, owner, held, rid, lease, reentrant, policy, waits = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 memo = memo .. rid
 if MODE == 1 then
-  local found, reply = recall(memo)
+  --! INCLUDE acquired.lua
+  local found, reply = acquired(memo, held, lock, field, nil, false)
   if found then return reply end
-  local n = tonumber(redis.call('hget', lock, field))
-  if n == held + 1 then
-    return {1, n, 0}
-  end
 end
 local mode, refused = rwlock_mode(lock)
-if refused then
-  return refused -- no read-write lock: never write into it
-end
+if refused then return refused end -- no read-write lock: never write into it
 if not mode then
   -- The waiting writers first: a key of another type there is refused before the lock is written.
   local failed = redis.pcall('zrem', writers, field)
@@ -41,11 +36,9 @@ local count = mode == 'write' and tonumber(redis.call('hget', lock, field))
 if count and MODE == 0 and count ~= held then
   -- Not the count the client expects: a send of this call made again after a connection failure may
   -- have run first (this one was held up on the failed connection). It answers as that send did.
-  local found, reply = recall(memo)
+  --! INCLUDE acquired.lua
+  local found, reply = acquired(memo, held, lock, field, count, false)
   if found then return reply end
-  if count == held + 1 then
-    return {1, count, 0}
-  end
 end
 if count then
   if reentrant ~= '1' then

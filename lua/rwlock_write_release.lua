@@ -3,18 +3,12 @@
 -- Release one write hold (rwlock_mode.lua, rwlock_leases.lua). Replies, and exactly once (MODE 1,
 -- MODE 2), as rlock_release.lua says. The last one publishes '1' (wake all): the lock
 -- is free, or the writer kept reading (downgrade) and readers may join it.
---! INCLUDE rwlock_mode.lua rwlock_leases.lua once.lua
+--! INCLUDE rwlock_mode.lua rwlock_leases.lua once.lua answered.lua
 local lock, leases, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
 local field, held, rid, lease, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 memo = memo .. rid
-if MODE == 1 then
-  local found, reply = recall(memo)
-  if found then return reply end
-end
-local mode, refused = rwlock_mode(lock)
-if refused then
-  return refused
-end
+local done, mode = answered(memo, true, rwlock_mode, lock)
+if done then return mode end
 local before = mode == 'write' and tonumber(redis.call('hget', lock, field))
 local settled = released(memo, before, held)
 if settled then

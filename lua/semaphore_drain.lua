@@ -4,18 +4,13 @@
 -- when the semaphore does not exist, which stays so). Nobody can proceed afterwards: nothing is
 -- announced. Exactly once by its memo. A key that holds anything but a count is refused, and left as
 -- it is.
---! INCLUDE count.lua once.lua
+--! INCLUDE count.lua once.lua answered.lua
 local semaphore, memo = KEYS[1], KEYS[2]
 local rid = ARGV[1]
 memo = memo .. rid
-local found, reply = recall(memo)
-if found then return reply end
-local v, refused = read_count(semaphore)
-if refused then
-  return refused
+local done, v = answered(memo, false, read_count, semaphore)
+if done then return v end
+if v then
+  redis.call('set', semaphore, '0', 'keepttl')
 end
-if not v then
-  return remember(memo, 0)
-end
-redis.call('set', semaphore, '0', 'keepttl')
-return remember(memo, v)
+return remember(memo, v or 0)

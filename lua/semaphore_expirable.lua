@@ -45,13 +45,12 @@ if op == 'expire' then
   return math.max(a, b)
 end
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- Expired permits leave first (and a permits key of another type fails here, before any write).
-local expired = redis.pcall('zremrangebyscore', permits, '-inf', now)
-if type(expired) == 'table' then
-  --! INCLUDE refuse.lua
-  return refuse(permits, nil, expired.err)
+--! INCLUDE expired.lua
+local now, expired
+now, refused, expired = drop_expired(permits)
+if refused then
+  return refused
 end
 
 local function available()

@@ -17,3 +17,18 @@ local function next_token(counter)
   end
   return string.format('%.0f', n)
 end
+
+-- take_token(counter, fenced): the fencing token a lock that hands them out (fenced '1') gives
+-- (next_token), 0 for one that does not, or nil and the refusal (refuse.lua) of a counter that holds
+-- other data.
+local function take_token(counter, fenced)
+  if fenced ~= '1' then
+    return 0
+  end
+  local n, err = next_token(counter)
+  if err then
+    --! INCLUDE refuse.lua
+    return nil, refuse(counter, nil, err)
+  end
+  return n
+end
