@@ -195,11 +195,12 @@ func TestEventsLost(t *testing.T) {
 
 // A stalled server fails the renewals: each failed round is reported, then the loss once the lease
 // may have ended. A round gives up after a third of the lease, so the first failure comes at about
-// two thirds of it; the lease of 6 s leaves a busy machine 2 s between the two.
+// two thirds of it, and a failure that a busy machine reports after the loss is not reported at all
+// (the hold has ended): the lease of 12 s leaves 4 s between the two.
 func TestEventsRenewalFailed(t *testing.T) {
 	tg := testkit.Own(t)
 	var r recorder
-	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(6*time.Second))...), "events-renewal")
+	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(12*time.Second))...), "events-renewal")
 	held, err := l.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +280,9 @@ func TestEventsReconnected(t *testing.T) {
 func TestEventsAbandoned(t *testing.T) {
 	tg := testkit.Standalone(t)
 	var r recorder
-	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(time.Second))...), "events-abandoned")
+	// A watchdog of 6 s renews every 2 s: a round that a busy machine held up past a third of a
+	// second would have logged a failed renewal.
+	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(6*time.Second))...), "events-abandoned")
 	func() {
 		if _, err := l.Lock(context.Background()); err != nil {
 			t.Fatal(err)
@@ -389,7 +392,9 @@ func TestEventsNotAcquiredAndFailed(t *testing.T) {
 func TestEventsEnded(t *testing.T) {
 	tg := testkit.Standalone(t)
 	var r recorder
-	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(900*time.Millisecond))...), "events-ended")
+	// Renewed every 2 s: a lock deleted under its holder is found gone that soon, and a round that
+	// a busy machine holds up does not lose the hold before the test deletes it.
+	l := newLock(t, tg.Client(t, append(r.options(), redisync.WithWatchdogTimeout(6*time.Second))...), "events-ended")
 	held, err := l.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)

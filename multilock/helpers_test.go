@@ -20,11 +20,19 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // the test that it holds, renews and follows nothing.
 func connect(t *testing.T, s *redistest.Server, opts ...redisync.Option) *redisync.Client {
 	t.Helper()
+	return connectStalling(t, s, 300*time.Millisecond, opts...)
+}
+
+// connectStalling is connect with a Client whose connections wait stall for an answer (0: rueidis's
+// default, 10 s) before they are given up: a test that stalls no server uses it, since on a busy
+// machine a live server's answer can take longer than connect's 300 ms to be read.
+func connectStalling(t *testing.T, s *redistest.Server, stall time.Duration, opts ...redisync.Option) *redisync.Client {
+	t.Helper()
 	opts = append([]redisync.Option{redisync.WithWatchdogTimeout(time.Second)}, opts...)
 	c, err := redisync.New(rueidis.ClientOption{
 		InitAddress:      []string{s.Addr},
 		DisableCache:     true,
-		ConnWriteTimeout: 300 * time.Millisecond,
+		ConnWriteTimeout: stall,
 	}, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +53,15 @@ func connect(t *testing.T, s *redistest.Server, opts ...redisync.Option) *redisy
 // locks returns one rlock.Lock per server, named names[i] on servers[i], each on its own Client.
 func locks(t *testing.T, servers []*redistest.Server, names []string, opts ...rlock.Option) []Locker {
 	t.Helper()
+	return locksStalling(t, servers, 300*time.Millisecond, names, opts...)
+}
+
+// locksStalling is locks on Clients of connectStalling with stall.
+func locksStalling(t *testing.T, servers []*redistest.Server, stall time.Duration, names []string, opts ...rlock.Option) []Locker {
+	t.Helper()
 	var out []Locker
 	for i, s := range servers {
-		l, err := rlock.New(connect(t, s), names[i], opts...)
+		l, err := rlock.New(connectStalling(t, s, stall), names[i], opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

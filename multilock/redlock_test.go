@@ -247,26 +247,54 @@ func TestRedLockValidityEnds(t *testing.T) {
 func TestRedLockLostWithMajority(t *testing.T) {
 	servers := startN(t, 3)
 	const name = "rl-lost"
-	// Kept by the watchdogs (timeout 1 s): a lost lock is noticed within a third of a second.
-	r := newRed(t, locks(t, servers, same(name, 3)), WithInstanceTimeout(time.Second))
+	// Kept by the watchdogs, which renew every third of their timeout: a sub-lock deleted under its
+	// holder is found gone by the next renewal. The timeout leaves a busy machine 2 s for each
+	// renewal, since one that fails loses its sub-lock when its lease may have ended.
+	const timeout = 6 * time.Second
+	firstLost := make(chan struct{})
+	var once sync.Once
+	var ls []Locker
+	for i, s := range servers {
+		opts := []redisync.Option{redisync.WithWatchdogTimeout(timeout)}
+		if i == 0 {
+			opts = append(opts, redisync.WithEvents(func(e redisync.Event) {
+				if e.Kind == redisync.EventLost {
+					once.Do(func() { close(firstLost) })
+				}
+			}))
+		}
+		l, err := rlock.New(connectStalling(t, s, 0, opts...), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	r := newRed(t, ls, WithInstanceTimeout(5*time.Second))
 	held, err := r.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	servers[0].Do("DEL", name)
 	select {
-	case <-held.Done():
+	case <-firstLost:
+	case <-time.After(2 * timeout):
+		t.Fatal("the sub-lock deleted on the first server was not reported lost")
+	}
+	// One of three lost: the hold goes on, and the others are still renewed (were the hold ended,
+	// they would have been given back).
+	testkit.AwaitRenewals(t, (&testkit.Target{Addrs: []string{servers[1].Addr}}).Redis(t), name, 1)
+	if held.Err() != nil {
 		t.Fatalf("one of three lost ended the hold: %v", context.Cause(held))
-	case <-time.After(time.Second):
 	}
 	servers[1].Do("DEL", name)
 	select {
 	case <-held.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(2 * timeout):
 		t.Fatal("two of three lost, and the hold's ctx is still alive")
 	}
-	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) {
-		t.Fatalf("cause %v, want ErrLost", cause)
+	// Found gone by a renewal, not reckoned lost when its lease may have ended.
+	if cause := context.Cause(held); !errors.Is(cause, redisync.ErrLost) || !strings.Contains(cause.Error(), "found it gone") {
+		t.Fatalf("cause %v, want ErrLost found by a renewal", cause)
 	}
 	testkit.Eventually(t, 10*time.Second, func() error {
 		if exists(t, servers[2], name) {
@@ -306,10 +334,11 @@ func TestRedLockGivesBackLateAcquisition(t *testing.T) {
 		return nil
 	})
 
-	r := newRed(t, locks(t, servers, same(name, 3), rlock.WithLease(10*time.Second)), WithInstanceTimeout(100*time.Millisecond))
+	// The live servers have 2 s to answer, time enough on a busy machine; the late one answers once
+	// resumed, after the attempt gave up on it, on a connection that waits for it (rueidis's 10 s).
+	r := newRed(t, locksStalling(t, servers, 0, same(name, 3), rlock.WithLease(10*time.Second)), WithInstanceTimeout(2*time.Second))
 	resume := pause(t, late)
 	held, err := r.TryLock(context.Background(), 0)
-	// The attempt gave up on the late server: it answers now, within the client's 300ms.
 	resume()
 	if err != nil {
 		t.Fatal(err)

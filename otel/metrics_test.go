@@ -46,11 +46,13 @@ func newMetrics(t *testing.T, opts ...redisyncotel.Option) (*redisyncotel.Metric
 	return m, reader
 }
 
-// setup returns a Client whose events go to a fresh Metrics, and the reader of its measurements.
+// setup returns a Client whose events go to a fresh Metrics, and the reader of its measurements. Its
+// watchdog renews every 2 s: a lock deleted under its holder is found gone that soon, and a round
+// that a busy machine holds up (it may take 2 s) does not lose the holds the measurements count.
 func setup(t *testing.T, tg *testkit.Target, opts ...redisyncotel.Option) (*redisync.Client, *sdkmetric.ManualReader) {
 	t.Helper()
 	m, reader := newMetrics(t, opts...)
-	return tg.Client(t, m.Option(), redisync.WithWatchdogTimeout(900*time.Millisecond)), reader
+	return tg.Client(t, m.Option(), redisync.WithWatchdogTimeout(6*time.Second)), reader
 }
 
 // point is one data point as read back: a counter's sum or a histogram's count, its attributes,
@@ -162,12 +164,13 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Held, a try once refused, and a wait of 100 ms timed out.
+	// Held, a try once refused, and a wait of 2 s timed out. (A wait whose bound passes during its
+	// first try never waits, and counts as refused: 2 s leaves a busy machine time for that try.)
 	if _, err := waiter.TryLock(ctx, 0); !errors.Is(err, redisync.ErrNotAcquired) {
 		t.Fatalf("TryLock(0) = %v", err)
 	}
-	if _, err := waiter.TryLock(ctx, 100*time.Millisecond); !errors.Is(err, redisync.ErrNotAcquired) {
-		t.Fatalf("TryLock(100ms) = %v", err)
+	if _, err := waiter.TryLock(ctx, 2*time.Second); !errors.Is(err, redisync.ErrNotAcquired) {
+		t.Fatalf("TryLock(2s) = %v", err)
 	}
 	// A waiter, waiting now; then handed the lock.
 	began := time.Now()
@@ -279,17 +282,17 @@ func TestMetrics(t *testing.T) {
 		}
 		return nil
 	})
-	// Each wait in the bucket of its duration: the timed-out one of 100 ms and more, the contended
-	// one of 50 ms and more, the single refused try in one of the lowest.
+	// Each wait in the bucket of its duration: the timed-out one of 2 s and more, the contended one
+	// of 50 ms and more, the single refused try in a lower one.
 	timedOut := only(t, m, "redisync.acquire.duration", "redisync.primitive=lock", "redisync.acquire.result=timed_out")
 	holdsOne(t, "timed out", timedOut)
-	if timedOut.sum < 0.1 || timedOut.sum > 5 {
-		t.Errorf("the 100 ms wait measured %v s", timedOut.sum)
+	if timedOut.sum < 2 || timedOut.sum > 10 {
+		t.Errorf("the 2 s wait measured %v s", timedOut.sum)
 	}
 	refused := only(t, m, "redisync.acquire.duration", "redisync.primitive=lock", "redisync.acquire.result=refused")
 	holdsOne(t, "refused", refused)
 	if bucketOf(refused.bounds, refused.sum) >= bucketOf(refused.bounds, timedOut.sum) {
-		t.Errorf("a single try (%v s) counted with the 100 ms waits (%v s)", refused.sum, timedOut.sum)
+		t.Errorf("a single try (%v s) counted with the 2 s waits (%v s)", refused.sum, timedOut.sum)
 	}
 	acquired := only(t, m, "redisync.acquire.duration", "redisync.primitive=lock", "redisync.acquire.result=acquired")
 	var high uint64

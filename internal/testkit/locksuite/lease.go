@@ -103,7 +103,9 @@ func (s *Suite) TestLeaseOfTheCall() {
 func (s *Suite) TestMixedLeases() {
 	s.need(s.Kind.Lease && s.Kind.Reentrant, "fixed lease and re-entry")
 	s.each(func(t *testing.T, tg *testkit.Target) {
-		const timeout = time.Second
+		// The watchdog renews every third of its timeout, and a round that fails loses the hold when
+		// its lease may have ended: 6 s leaves a busy machine 2 s for each round.
+		const timeout = 6 * time.Second
 		before := tg.Keys(t)
 		n := name(t)
 		c := tg.Client(t, redisync.WithWatchdogTimeout(timeout))
@@ -112,9 +114,9 @@ func (s *Suite) TestMixedLeases() {
 		acquired := time.Now()
 		inner, err := l.LockFor(outer, time.Hour)
 		require.NoError(t, err, "LockFor through the held ctx")
-		// Renewals every third of the timeout: the outer hold lives past three timeouts only through
-		// them (the client reports it lost when none came in time).
-		for time.Since(acquired) < 3*timeout {
+		// The outer hold lives past its timeout and a third only through at least two renewals (the
+		// client reports it lost when none came in time), and they leave the inner hold's TTL alone.
+		for time.Since(acquired) < timeout+timeout/3 {
 			time.Sleep(50 * time.Millisecond)
 			require.Greater(t, ttl(t, l), time.Hour-time.Minute, "TTL under renewals of the outer hold")
 		}
