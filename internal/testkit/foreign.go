@@ -15,6 +15,7 @@ import (
 
 	"github.com/redisync/redisync"
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/layout"
 )
 
 // Foreign is data that is not a primitive's, as it may already be under the primitive's name or one
@@ -78,13 +79,27 @@ func (f Foreign) Write(t testing.TB, rdb rueidis.Client, key string) {
 // State returns what tg holds under the keys whose names contain part: for each, its type, its
 // value as DUMP gives it, and whether it has an expiry. Two States are equal when nothing under
 // those keys was changed, created or deleted.
+//
+// It first waits for the memos of calls that have answered to go: a Client deletes them in the
+// background, so one may still be there, or be going, when the call has returned.
 func (tg *Target) State(t testing.TB, rdb rueidis.Client, part string) map[string]string {
 	t.Helper()
-	state := make(map[string]string)
-	for _, k := range tg.Keys(t) {
-		if !strings.Contains(k, part) {
-			continue
+	var keys []string
+	Eventually(t, 30*time.Second, func() error {
+		keys = keys[:0]
+		for _, k := range tg.Keys(t) {
+			if !strings.Contains(k, part) {
+				continue
+			}
+			if strings.HasPrefix(k, layout.Memo) {
+				return fmt.Errorf("memo %s still there", k)
+			}
+			keys = append(keys, k)
 		}
+		return nil
+	})
+	state := make(map[string]string)
+	for _, k := range keys {
 		ctx := context.Background()
 		res := rdb.DoMulti(ctx, rdb.B().Type().Key(k).Build(), rdb.B().Dump().Key(k).Build(), rdb.B().Pttl().Key(k).Build())
 		typ, _ := res[0].ToString()
