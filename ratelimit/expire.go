@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redisync/redisync/internal/core"
 	"github.com/redisync/redisync/internal/errs"
 )
 
@@ -54,5 +53,8 @@ func (l *Limiter) TTL(ctx context.Context) (time.Duration, error) {
 	if err != nil || len(res) == 0 {
 		return 0, err
 	}
-	return core.TTL(res[5]), nil
+	if pttl := res[5]; pttl < 0 {
+		return -time.Duration(pttl + 2), nil // -2 (gone): 0; -1 (no expiry): -1
+	}
+	return time.Duration(res[5]) * time.Millisecond, nil
 }

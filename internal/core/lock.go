@@ -886,17 +886,14 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return TTL(st[0]), nil
+	return ttl(st[0]), nil
 }
 
-// TTL turns a PTTL answer into what the primitives' TTL methods return: 0 for a key that is gone
-// (-2), -1 for one without expiry, else the time left.
-func TTL(pttl int64) time.Duration {
-	switch pttl {
-	case -2:
-		return 0
-	case -1:
-		return -1
+// ttl turns a PTTL answer into what the TTL methods return: 0 for a key that is gone (-2), -1 for
+// one without expiry, else the time left.
+func ttl(pttl int64) time.Duration {
+	if pttl < 0 {
+		return -time.Duration(pttl + 2)
 	}
 	return time.Duration(pttl) * time.Millisecond
 }
