@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"slices"
 	"sort"
@@ -18,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -736,14 +734,7 @@ func handoverMode(w io.Writer, quick bool) error {
 	if quick {
 		rounds, slice, idle, bursts = 1, 400*time.Millisecond, 1500*time.Millisecond, 1
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sig
-		fmt.Fprintln(os.Stderr, "interrupted: stopping servers")
-		runCleanup()
-		os.Exit(2)
-	}()
+	stopServersOnInterrupt()
 	defer runCleanup()
 	srv, err := redistest.NewServer(redistest.Config{})
 	if err != nil {

@@ -103,8 +103,9 @@ func runCleanup() {
 	cleanup.fns = nil
 }
 
-func benchmain(quick bool, jsonPath, only string, targets []time.Duration) int {
-	began := time.Now()
+// stopServersOnInterrupt runs the cleanups (the servers' shutdowns) when the run is interrupted, so
+// that no redis-server outlives it.
+func stopServersOnInterrupt() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
@@ -113,6 +114,11 @@ func benchmain(quick bool, jsonPath, only string, targets []time.Duration) int {
 		runCleanup()
 		os.Exit(2)
 	}()
+}
+
+func benchmain(quick bool, jsonPath, only string, targets []time.Duration) int {
+	began := time.Now()
+	stopServersOnInterrupt()
 	defer runCleanup()
 
 	srv, err := redistest.NewServer(redistest.Config{})
