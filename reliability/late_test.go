@@ -37,19 +37,12 @@ func TestFairTryArrivingAfterItsWaiterLeft(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*eoCall)
 			defer cancel()
 			name := "late-fair-" + e.tg.Name
-			c1, c2, c3 := e.tg.Client(t), e.tg.Client(t), e.tg.Client(t)
-			fair := func(c *redisync.Client) *fairlock.Lock {
-				l, err := fairlock.New(c, name)
-				require.NoError(t, err)
-				return l
-			}
-			l1, l2, l3 := fair(c1), fair(c2), fair(c3)
-			h1, err := l1.Lock(ctx)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = l1.Unlock(h1) }) // on failure; a second Unlock changes nothing
+			h1, c2, l1, l2, l3 := behindAHolder(t, ctx, e, func(c *redisync.Client) (*fairlock.Lock, error) {
+				return fairlock.New(c, name)
+			})
 
 			f := e.arm(redistest.Rule{Cut: redistest.Delay, Key: name, Match: from(c2)})
-			_, err = l2.TryLock(ctx, 2*time.Second)
+			_, err := l2.TryLock(ctx, 2*time.Second)
 			require.ErrorIs(t, err, redisync.ErrNotAcquired, "a waiter behind a holder")
 			require.True(t, f.Wait(eoCall), "the waiter's first try was not held up")
 			testkit.Eventually(t, 10*time.Second, func() error {
@@ -84,22 +77,15 @@ func TestLockTryArrivingAfterItsWaiterLeft(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*eoCall)
 			defer cancel()
 			name := "late-try-" + e.tg.Name
-			c1, c2, c3 := e.tg.Client(t), e.tg.Client(t), e.tg.Client(t)
-			lock := func(c *redisync.Client) *rlock.Lock {
-				l, err := rlock.New(c, name)
-				require.NoError(t, err)
-				return l
-			}
-			l1, l2, l3 := lock(c1), lock(c2), lock(c3)
-			h1, err := l1.Lock(ctx)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = l1.Unlock(h1) }) // on failure; a second Unlock changes nothing
+			h1, c2, l1, l2, l3 := behindAHolder(t, ctx, e, func(c *redisync.Client) (*rlock.Lock, error) {
+				return rlock.New(c, name)
+			})
 
 			isC2 := from(c2)
 			f := e.arm(redistest.Rule{Cut: redistest.Delay, Key: name, Match: func(args []string) bool {
 				return len(args) > 1 && strings.EqualFold(args[0], "EVALSHA") && args[1] == recording.SHA1() && isC2(args)
 			}})
-			_, err = l2.TryLock(ctx, 2*time.Second)
+			_, err := l2.TryLock(ctx, 2*time.Second)
 			require.ErrorIs(t, err, redisync.ErrNotAcquired, "a waiter behind a holder")
 			require.True(t, f.Wait(eoCall), "the waiter's recording try was not held up")
 			waiters := "redisync_lock_waiters:{" + name + "}"
@@ -122,6 +108,26 @@ func TestLockTryArrivingAfterItsWaiterLeft(t *testing.T) {
 			require.NoError(t, l3.Unlock(h3))
 		})
 	}
+}
+
+// behindAHolder opens one lock on each of three Clients of e, and locks the first: the hold's ctx
+// (unlocked when the test ends, if it has not been), the second lock's Client, and the three locks.
+func behindAHolder[L interface {
+	Lock(context.Context) (context.Context, error)
+	Unlock(context.Context) error
+}](t *testing.T, ctx context.Context, e *eoEnv, open func(*redisync.Client) (L, error)) (context.Context, *redisync.Client, L, L, L) {
+	t.Helper()
+	cs := []*redisync.Client{e.tg.Client(t), e.tg.Client(t), e.tg.Client(t)}
+	var ls [3]L
+	for i, c := range cs {
+		var err error
+		ls[i], err = open(c)
+		require.NoError(t, err)
+	}
+	h1, err := ls[0].Lock(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ls[0].Unlock(h1) }) // on failure; a second Unlock changes nothing
+	return h1, cs[1], ls[0], ls[1], ls[2]
 }
 
 func waitingIs(ctx context.Context, l *fairlock.Lock, want int) error {
