@@ -2,12 +2,13 @@
 -- memo (once.lua), or refuse a name that holds another type; included after once.lua and the file
 -- of the reader they pass (count.lua, rwlock_mode.lua, ...).
 --
--- answered(memo, resent, read, key): true and the call's answer when it has one before it acts: the
--- reply kept under memo (read only in a send made again, MODE 1, when resent is true: a call whose
--- first sends are told apart by the trace they leave), or else the refusal read(key) gives. Otherwise
--- false and what read(key) read. read answers a value, or nil and the refusal (refuse.lua).
-local function answered(memo, resent, read, key)
-  if MODE == 1 or not resent then
+-- answered(memo, look, read, key): true and the call's answer when it has one before it acts: the
+-- reply kept under memo, looked for only when look is true (MODE == 1 for a call whose first sends
+-- are told apart by the trace they leave, so that only a send made again looks), or else the refusal
+-- read(key) gives. Otherwise false and what read(key) read. read answers a value, or nil and the
+-- refusal (refuse.lua).
+local function answered(memo, look, read, key)
+  if look then
     local found, reply = recall(memo)
     if found then
       return true, reply

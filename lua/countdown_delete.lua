@@ -6,7 +6,7 @@
 local latch, channel, memo = KEYS[1], KEYS[2], KEYS[3]
 local publish, rid = ARGV[1], ARGV[2]
 memo = memo .. rid
-local done, reply = answered(memo, false, read_latch, latch)
+local done, reply = answered(memo, true, read_latch, latch)
 if done then return reply end
 if redis.call('del', latch) == 1 then
   redis.call(publish, channel, '1')

@@ -9,7 +9,7 @@
 local latch, channel, memo = KEYS[1], KEYS[2], KEYS[3]
 local publish, rid = ARGV[1], ARGV[2]
 memo = memo .. rid
-local done, n = answered(memo, false, read_latch, latch)
+local done, n = answered(memo, true, read_latch, latch)
 if done then return n end
 if not n then
   return remember(memo, 0)

@@ -7,7 +7,7 @@
 local latch, channel, memo = KEYS[1], KEYS[2], KEYS[3]
 local count, publish, rid = ARGV[1], ARGV[2], ARGV[3]
 memo = memo .. rid
-local done, n = answered(memo, false, read_latch, latch)
+local done, n = answered(memo, true, read_latch, latch)
 if done then return n end
 if n then
   return remember(memo, 0)

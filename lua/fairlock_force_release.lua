@@ -8,7 +8,7 @@
 local lock, memo = KEYS[1], KEYS[7]
 local rid, publish, slot, numsub = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 memo = memo .. rid
-local done, reply = answered(memo, true, function() return nil, foreign(lock) end)
+local done, reply = answered(memo, MODE == 1, function() return nil, foreign(lock) end)
 if done then return reply end
 local held = redis.call('del', lock)
 wake(slot, publish, numsub)

@@ -8,7 +8,7 @@
 local lock, channel, memo = KEYS[1], KEYS[2], KEYS[3]
 local rid, publish = ARGV[1], ARGV[2]
 memo = memo .. rid
-local done, reply = answered(memo, true, function() return nil, foreign(lock) end)
+local done, reply = answered(memo, MODE == 1, function() return nil, foreign(lock) end)
 if done then return reply end
 local held = 0
 for i = 3, #ARGV do

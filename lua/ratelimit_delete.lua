@@ -8,7 +8,7 @@
 local limiter, value, clientvalue, permits, clientpermits, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local rid = ARGV[1]
 memo = memo .. rid
-local done, rate = answered(memo, false, whole_limiter)
+local done, rate = answered(memo, true, whole_limiter)
 if done then return rate end
 redis.call('del', limiter, value, clientvalue, permits, clientpermits)
 if rate then

@@ -11,7 +11,7 @@
 local limiter, value, clientvalue, permits, clientpermits, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local ms, rid = ARGV[1], ARGV[2]
 memo = memo .. rid
-local done, reply = answered(memo, false, whole_limiter)
+local done, reply = answered(memo, true, whole_limiter)
 if done then return reply end
 local done = 0
 for _, key in ipairs({limiter, value, clientvalue, permits, clientpermits}) do

@@ -8,7 +8,7 @@
 local lock, leases, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
 local rid, mode, publish = ARGV[1], ARGV[2], ARGV[3]
 memo = memo .. rid
-local done, current = answered(memo, true, rwlock_mode, lock)
+local done, current = answered(memo, MODE == 1, rwlock_mode, lock)
 if done then return current end
 if current ~= mode then
   return remember(memo, 0)

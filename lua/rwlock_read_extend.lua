@@ -11,7 +11,7 @@
 local lock, leases, memo = KEYS[1], KEYS[2], KEYS[3]
 local field, lease, rid = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 memo = memo .. rid
-local done, mode = answered(memo, false, rwlock_mode, lock)
+local done, mode = answered(memo, true, rwlock_mode, lock)
 if done then return mode end
 local n = mode and tonumber(redis.call('hget', lock, field))
 if not n or n <= 0 then

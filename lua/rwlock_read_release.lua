@@ -8,7 +8,7 @@
 local lock, writers, leases, channel, memo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local field, held, rid, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 memo = memo .. rid
-local done, mode = answered(memo, true, rwlock_mode, lock)
+local done, mode = answered(memo, MODE == 1, rwlock_mode, lock)
 if done then return mode end
 local count = mode and tonumber(redis.call('hget', lock, field))
 if count and count <= 0 then

@@ -7,7 +7,7 @@
 local lock, leases, channel, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[5]
 local field, held, rid, lease, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 memo = memo .. rid
-local done, mode = answered(memo, true, rwlock_mode, lock)
+local done, mode = answered(memo, MODE == 1, rwlock_mode, lock)
 if done then return mode end
 local before = mode == 'write' and tonumber(redis.call('hget', lock, field))
 local settled = released(memo, before, held)

@@ -8,7 +8,7 @@
 local semaphore, waiters, clients, grants, memo = KEYS[1], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
 local rid = ARGV[1]
 memo = memo .. rid
-local done, reply = answered(memo, false, read_count, semaphore)
+local done, reply = answered(memo, true, read_count, semaphore)
 if done then return reply end
 -- What is kept beside it goes too, unless one of them holds another type: then nothing goes.
 for _, k in ipairs({{waiters, 'zset'}, {clients, 'zset'}, {grants, 'hash'}}) do

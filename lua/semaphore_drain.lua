@@ -8,7 +8,7 @@
 local semaphore, memo = KEYS[1], KEYS[2]
 local rid = ARGV[1]
 memo = memo .. rid
-local done, v = answered(memo, false, read_count, semaphore)
+local done, v = answered(memo, true, read_count, semaphore)
 if done then return v end
 if v then
   redis.call('set', semaphore, '0', 'keepttl')
