@@ -180,9 +180,13 @@ func TestResentLockTryRemovesItsRecord(t *testing.T) {
 	proxy := redistest.StartProxy(t, srv.Addr)
 	via := &testkit.Target{Name: "standalone", Addrs: []string{proxy.Addr()}, Servers: tg.Servers}
 	holder := newLock(t, tg.Client(t), "resent-lock", rlock.WithLease(500*time.Millisecond))
-	if _, err := holder.TryLock(context.Background(), 0); err != nil {
+	first, err := holder.TryLock(context.Background(), 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	// Its lease ends on its own; the Unlock, which then finds nothing, ends the Client's record of it
+	// (a dropped ctx would leave that to the garbage collector).
+	defer holder.Unlock(first)
 	waiter := newLock(t, via.Client(t), "resent-lock")
 	// The waiter's try that records it (its tag, the last ARGV, is set).
 	recording := func(args []string) bool {
