@@ -570,11 +570,16 @@ func soak(t *testing.T, env soakEnv) {
 			return
 		}
 		// What the semaphore keeps beside its count: a permit that is not back is often told by a
-		// grant nobody took, a waiter record, or an acquisition's memo nobody deleted.
+		// grant nobody took, a waiter record, or an acquisition's memo nobody deleted. And the fair
+		// lock's line, as it was left.
 		for _, q := range [][]string{
 			{"HGETALL", "redisync_semaphore_grants:{soak-sem}"},
 			{"ZRANGE", "redisync_semaphore_waiters:{soak-sem}", "0", "-1", "WITHSCORES"},
 			{"KEYS", "redisync_once:{soak-sem}:*"},
+			// The fair lock's line: a place left in it names its owner, its deadline and its record.
+			{"LRANGE", "redisson_lock_queue:{soak-fair}", "0", "-1"},
+			{"ZRANGE", "redisson_lock_timeout:{soak-fair}", "0", "-1", "WITHSCORES"},
+			{"HGETALL", "redisync_fair_waiters:{soak-fair}"},
 		} {
 			if m, ok := read(q...); ok {
 				t.Logf("%s: %s", strings.Join(q, " "), render(m))
